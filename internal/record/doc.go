@@ -1,0 +1,36 @@
+// Package record reads, validates and rewrites Kafka v2 record batches (magic 2)
+// as raw bytes.
+//
+// A batch is kept exactly as it came over the wire; this package only reads
+// the fixed 61-byte header, checks it, and patches the few fields the broker
+// owns (base offset, partition leader epoch, max timestamp for LogAppendTime,
+// and the CRC that covers the attributes-to-end range). Records are decoded
+// only when a caller must see them (keys on compacted topics, the cleaner,
+// idempotent sequence checks do not need them), and decompression is always
+// bounded by a caller-supplied output cap: a length field is never trusted
+// to size an allocation.
+//
+// Batch layout (big-endian):
+//
+//	offset  size  field
+//	0       8     baseOffset
+//	8       4     batchLength (bytes that follow this field)
+//	12      4     partitionLeaderEpoch
+//	16      1     magic (2)
+//	17      4     crc (CRC32C of bytes 21..end)
+//	21      2     attributes: bits 0-2 codec, 3 timestamp type (1 = LogAppendTime),
+//	              4 transactional, 5 control, 6 delete horizon present
+//	23      4     lastOffsetDelta
+//	27      8     baseTimestamp (the delete horizon when bit 6 is set)
+//	35      8     maxTimestamp
+//	43      8     producerId
+//	51      2     producerEpoch
+//	53      4     baseSequence
+//	57      4     record count
+//	61      ...   records (compressed as a whole when codec != 0)
+//
+// Errors are sentinel values that map one-to-one onto Kafka error codes
+// (ErrCorrupt → CORRUPT_MESSAGE, ErrInvalidRecord → INVALID_RECORD, …); see
+// errors.go. Nothing in this package keeps state; every function is safe for
+// concurrent use on distinct buffers.
+package record
