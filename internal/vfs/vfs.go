@@ -1,0 +1,54 @@
+package vfs
+
+import (
+	"errors"
+	"io"
+	"os"
+)
+
+// File is an open file. Offsets used by ReadAt/WriteAt are absolute; Write
+// appends at the file's current write position (files opened for writing
+// start positioned at their end).
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.WriterAt
+	io.Closer
+	// Sync makes everything written so far durable (fdatasync).
+	Sync() error
+	// Truncate sets the file's size; the write position moves to the new end
+	// if it was past it.
+	Truncate(size int64) error
+	// Size reports the current size, including unsynced writes.
+	Size() (int64, error)
+}
+
+// FS is the filesystem surface Gregor's storage uses. Paths are ordinary
+// slash-separated OS paths. Directory entries (create, rename, remove) are
+// durable only after SyncDir on the parent directory.
+type FS interface {
+	// Create creates or truncates name for reading and writing.
+	Create(name string) (File, error)
+	// OpenReadWrite opens name for reading and writing, creating it if it
+	// does not exist; the write position is at the end of the file.
+	OpenReadWrite(name string) (File, error)
+	// Open opens name read-only.
+	Open(name string) (File, error)
+	Remove(name string) error
+	// RemoveAll removes a directory tree; a missing path is not an error.
+	RemoveAll(name string) error
+	Rename(oldname, newname string) error
+	MkdirAll(dir string, perm os.FileMode) error
+	// List returns the names (not paths) of the entries of dir, sorted.
+	List(dir string) ([]string, error)
+	Stat(name string) (os.FileInfo, error)
+	// SyncDir makes the directory's entries durable (fsync on the directory).
+	SyncDir(dir string) error
+}
+
+// ErrInjected is returned by filesystems that inject faults.
+var ErrInjected = errors.New("vfs: injected error")
+
+// IsNotExist reports whether err says a file does not exist.
+func IsNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
