@@ -1,0 +1,164 @@
+package log
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/gregor-broker/gregor/internal/vfs"
+)
+
+// LeaderEpochCheckpointFile is the per-partition file holding the epoch cache.
+const LeaderEpochCheckpointFile = "leader-epoch-checkpoint"
+
+// EpochEntry says leader epoch Epoch began at StartOffset.
+type EpochEntry struct {
+	Epoch       int32
+	StartOffset int64
+}
+
+// epochCache is Kafka's LeaderEpochFileCache: the start offset of every
+// leader epoch the log holds records of, in increasing epoch and offset
+// order, persisted as leader-epoch-checkpoint (version 0) after each change.
+type epochCache struct {
+	mu      sync.RWMutex
+	fs      vfs.FS
+	path    string
+	entries []EpochEntry
+}
+
+func loadEpochCache(fs vfs.FS, dir string) (*epochCache, error) {
+	c := &epochCache{fs: fs, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
+	lines, err := ReadCheckpoint(fs, c.path, 0)
+	if vfs.IsNotExist(err) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range lines {
+		if len(f) != 2 {
+			return nil, fmt.Errorf("%w: %s: bad line %v", ErrCorruptSegment, c.path, f)
+		}
+		e, err1 := strconv.ParseInt(f[0], 10, 32)
+		o, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%w: %s: bad line %v", ErrCorruptSegment, c.path, f)
+		}
+		c.entries = append(c.entries, EpochEntry{int32(e), o})
+	}
+	return c, nil
+}
+
+func (c *epochCache) flushLocked() error {
+	lines := make([]string, len(c.entries))
+	for i, e := range c.entries {
+		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
+	}
+	return WriteCheckpoint(c.fs, c.path, 0, lines)
+}
+
+// assign records that epoch starts at offset, if it is newer than the latest
+// epoch. It reports whether the cache changed (and was written).
+func (c *epochCache) assign(epoch int32, offset int64, persist bool) (bool, error) {
+	if epoch < 0 {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.entries); n > 0 {
+		last := c.entries[n-1]
+		if epoch <= last.Epoch {
+			return false, nil
+		}
+		if offset < last.StartOffset {
+			// A newer epoch cannot start below an older one: drop the stale tail.
+			for len(c.entries) > 0 && c.entries[len(c.entries)-1].StartOffset >= offset {
+				c.entries = c.entries[:len(c.entries)-1]
+			}
+		}
+	}
+	c.entries = append(c.entries, EpochEntry{epoch, offset})
+	if !persist {
+		return true, nil
+	}
+	return true, c.flushLocked()
+}
+
+// truncateFromEnd removes epochs starting at or after endOffset.
+func (c *epochCache) truncateFromEnd(endOffset int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.entries)
+	for n > 0 && c.entries[n-1].StartOffset >= endOffset {
+		n--
+	}
+	if n == len(c.entries) {
+		return nil
+	}
+	c.entries = c.entries[:n]
+	return c.flushLocked()
+}
+
+// truncateFromStart drops epochs wholly below startOffset and moves the first
+// remaining epoch's start up to it.
+func (c *epochCache) truncateFromStart(startOffset int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := 0
+	for i+1 < len(c.entries) && c.entries[i+1].StartOffset <= startOffset {
+		i++
+	}
+	changed := i > 0
+	c.entries = c.entries[i:]
+	if len(c.entries) > 0 && c.entries[0].StartOffset < startOffset {
+		c.entries[0].StartOffset = startOffset
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return c.flushLocked()
+}
+
+func (c *epochCache) latest() (EpochEntry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.entries) == 0 {
+		return EpochEntry{-1, -1}, false
+	}
+	return c.entries[len(c.entries)-1], true
+}
+
+// endOffsetFor answers OffsetForLeaderEpoch as Kafka's LeaderEpochFileCache
+// does: for the latest epoch, the log end offset; otherwise the largest epoch
+// <= epoch and the start offset of the next higher epoch; (epoch, first start)
+// when epoch is below every held epoch; (-1, -1) when it is above them all or
+// the cache is empty.
+func (c *epochCache) endOffsetFor(epoch int32, leo int64) (int32, int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := len(c.entries)
+	if epoch < 0 || n == 0 {
+		return -1, -1
+	}
+	if epoch == c.entries[n-1].Epoch {
+		return epoch, leo
+	}
+	hi := sort.Search(n, func(i int) bool { return c.entries[i].Epoch > epoch })
+	if hi == n {
+		return -1, -1
+	}
+	if hi == 0 {
+		return epoch, c.entries[0].StartOffset
+	}
+	return c.entries[hi-1].Epoch, c.entries[hi].StartOffset
+}
+
+func (c *epochCache) snapshot() []EpochEntry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append([]EpochEntry(nil), c.entries...)
+}

@@ -1,0 +1,23 @@
+package log
+
+import "errors"
+
+var (
+	// ErrOffsetOutOfRange: a read or seek below the log start offset or above
+	// the log end offset. Kafka: OFFSET_OUT_OF_RANGE.
+	ErrOffsetOutOfRange = errors.New("offset out of range")
+	// ErrCorruptSegment: bytes on disk that are not a valid log (found by
+	// recovery or a reader). The distinct corruption error.
+	ErrCorruptSegment = errors.New("corrupt log segment")
+	// ErrOutOfOrderSequence: an idempotent batch whose sequence does not follow
+	// the producer's last one. Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ErrOutOfOrderSequence = errors.New("out of order sequence number")
+	// ErrInvalidProducerEpoch: a batch from a fenced (older) producer epoch.
+	// Kafka: INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("log closed")
+	// ErrOffsetMismatch: a replicated batch whose base offset is not the log
+	// end offset.
+	ErrOffsetMismatch = errors.New("batch offset does not follow the log end offset")
+)

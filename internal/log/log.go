@@ -1,0 +1,568 @@
+package log
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/vfs"
+)
+
+// Config is the part of a topic's configuration one partition log uses.
+// Zero values are not defaults: build it from config.Topic.
+type Config struct {
+	SegmentBytes       int64 // segment.bytes
+	SegmentMs          int64 // segment.ms
+	SegmentJitterMs    int64 // segment.jitter.ms
+	SegmentIndexBytes  int32 // segment.index.bytes
+	IndexIntervalBytes int32 // index.interval.bytes
+	MaxMessageBytes    int32 // max.message.bytes
+	LogAppendTime      bool  // message.timestamp.type=LogAppendTime
+	TimestampBeforeMs  int64 // message.timestamp.before.max.ms
+	TimestampAfterMs   int64 // message.timestamp.after.max.ms
+	Compact            bool  // cleanup.policy contains compact
+	Delete             bool  // cleanup.policy contains delete
+	RetentionMs        int64 // retention.ms (-1: unlimited)
+	RetentionBytes     int64 // retention.bytes (-1: unlimited)
+	FileDeleteDelayMs  int64 // file.delete.delay.ms
+	FlushMessages      int64 // flush.messages
+	FlushMs            int64 // flush.ms
+	Preallocate        bool  // preallocate (accepted; files grow as written)
+}
+
+// DefaultConfig is Kafka's topic defaults, for tests and tools.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes: 1 << 30, SegmentMs: 7 * 24 * 3600 * 1000, SegmentIndexBytes: 10 << 20,
+		IndexIntervalBytes: 4096, MaxMessageBytes: 1048588, TimestampBeforeMs: math.MaxInt64,
+		TimestampAfterMs: 3600 * 1000, Delete: true, RetentionMs: 7 * 24 * 3600 * 1000,
+		RetentionBytes: -1, FileDeleteDelayMs: 60000, FlushMessages: math.MaxInt64, FlushMs: math.MaxInt64,
+	}
+}
+
+// Options open a log.
+type Options struct {
+	FS     vfs.FS
+	Clock  clock.Clock
+	Dir    string // the partition directory, topic-partition
+	Config Config
+	Logger *slog.Logger
+
+	// From the log dir's checkpoint files; -1 when absent.
+	RecoveryPoint  int64
+	LogStartOffset int64
+	HighWatermark  int64
+	// CleanShutdown skips the rescan of segments above the recovery point.
+	CleanShutdown bool
+}
+
+// Origin says who appends.
+type Origin int8
+
+const (
+	// OriginClient: a producer; the batch is validated and offsets assigned.
+	OriginClient Origin = iota
+	// OriginCoordinator: a broker-internal writer (group or transaction
+	// coordinator, markers); offsets assigned, client-only checks skipped.
+	OriginCoordinator
+	// OriginReplication: a follower copying the leader's batches as they are.
+	OriginReplication
+)
+
+// AppendResult tells a producer where its batch went.
+type AppendResult struct {
+	BaseOffset     int64
+	LastOffset     int64
+	LogAppendTime  int64 // -1 unless message.timestamp.type=LogAppendTime
+	LogStartOffset int64
+	Duplicate      bool // an idempotent retry: the offsets are the original ones
+}
+
+// Log is one partition's log. See doc.go for the concurrency rules.
+type Log struct {
+	fs     vfs.FS
+	clock  clock.Clock
+	dir    string
+	logger *slog.Logger
+
+	cfg atomic.Pointer[Config]
+
+	// Published view for readers.
+	segs     atomic.Pointer[[]*segment]
+	leo      atomic.Int64
+	logStart atomic.Int64
+	hw       atomic.Int64
+	durable  atomic.Int64 // recovery point: everything below is fsynced
+
+	mu               sync.Mutex // appender and structural changes
+	producers        *producerState
+	epochs           *epochCache
+	unsynced         []*segment // rolled segments whose files are not yet fsynced
+	dirDirty         bool       // directory entries created since the last dir sync
+	unflushedRecords int64
+	lastFlush        int64
+	closed           bool
+
+	syncMu sync.Mutex // one fsync at a time; waiters share its result
+}
+
+func (l *Log) config() *Config { return l.cfg.Load() }
+
+// SetConfig applies a new topic configuration (dynamic topic config change).
+func (l *Log) SetConfig(c Config) { l.cfg.Store(&c) }
+
+// Config returns the log's current configuration.
+func (l *Log) Config() Config { return *l.config() }
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+func (l *Log) segments() []*segment { return *l.segs.Load() }
+
+func (l *Log) active() *segment {
+	s := l.segments()
+	return s[len(s)-1]
+}
+
+func (l *Log) publish(s []*segment) { l.segs.Store(&s) }
+
+func (l *Log) nowMs() int64 { return l.clock.Now().UnixMilli() }
+
+// LogStartOffset is the first offset a consumer can read.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// LogEndOffset (LEO) is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// HighWatermark is the offset below which records are committed. The
+// partition layer drives it with SetHighWatermark.
+func (l *Log) HighWatermark() int64 { return l.hw.Load() }
+
+// SetHighWatermark moves the high watermark, clamped to [log start, LEO].
+func (l *Log) SetHighWatermark(hw int64) {
+	if leo := l.leo.Load(); hw > leo {
+		hw = leo
+	}
+	if ls := l.logStart.Load(); hw < ls {
+		hw = ls
+	}
+	l.hw.Store(hw)
+}
+
+// RecoveryPoint is the offset below which everything is fsynced.
+func (l *Log) RecoveryPoint() int64 { return l.durable.Load() }
+
+// LastStableOffset is min(first unstable offset, high watermark): no open
+// transaction's records lie below it.
+func (l *Log) LastStableOffset() int64 {
+	hw := l.hw.Load()
+	l.mu.Lock()
+	fu, ok := l.producers.firstUnstableOffset()
+	l.mu.Unlock()
+	if ok && fu < hw {
+		return fu
+	}
+	return hw
+}
+
+// Size is the total bytes of the log's segments.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments() {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// NumSegments is how many segments the log has.
+func (l *Log) NumSegments() int { return len(l.segments()) }
+
+// Append adds one batch (client or coordinator origin) or the leader's
+// batches as they are (replication origin). For leader appends, offsets and
+// leaderEpoch are written into the batch in place; the caller must not reuse
+// batch afterwards. Durability is separate: call SyncTo.
+func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResult, error) {
+	if origin == OriginReplication {
+		return l.appendAsFollower(batch)
+	}
+	cfg := l.config()
+	now := l.nowMs()
+	var h record.Header
+	var err error
+	if origin == OriginClient {
+		h, err = record.ValidateProduce(batch, &record.ProduceOptions{
+			MaxBatchBytes: int(cfg.MaxMessageBytes), RequireKeys: cfg.Compact, LogAppendTime: cfg.LogAppendTime,
+			NowMs: now, BeforeMaxMs: cfg.TimestampBeforeMs, AfterMaxMs: cfg.TimestampAfterMs,
+			MaxDecompressed: int(cfg.MaxMessageBytes) * 64,
+		})
+	} else {
+		h, err = record.ValidateStored(batch)
+		if err == nil && h.Size() != len(batch) {
+			err = fmt.Errorf("%w: coordinator append of %d bytes holds a %d-byte batch", record.ErrCorrupt, len(batch), h.Size())
+		}
+	}
+	if err != nil {
+		return AppendResult{}, err
+	}
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendResult{}, ErrClosed
+	}
+	if h.ProducerID >= 0 && origin == OriginClient {
+		if dup, ok := l.producers.duplicate(&h); ok {
+			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
+				LogStartOffset: l.logStart.Load(), Duplicate: true}, nil
+		}
+		if err := l.producers.check(&h); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	leo := l.leo.Load()
+	record.SetBaseOffset(batch, leo)
+	record.SetLeaderEpoch(batch, leaderEpoch)
+	appendTime := int64(-1)
+	if cfg.LogAppendTime && !h.Control() {
+		appendTime = now
+		record.SetLogAppendTime(batch, now)
+		h.MaxTimestamp = now
+	}
+	h.BaseOffset, h.LeaderEpoch = leo, leaderEpoch
+	if err := l.appendLocked(batch, &h, now); err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{BaseOffset: leo, LastOffset: h.LastOffset(), LogAppendTime: appendTime,
+		LogStartOffset: l.logStart.Load()}, nil
+}
+
+// appendAsFollower appends the leader's batches unchanged, checking that they
+// are intact and continue the log.
+func (l *Log) appendAsFollower(data []byte) (AppendResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return AppendResult{}, ErrClosed
+	}
+	res := AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1}
+	now := l.nowMs()
+	for len(data) > 0 {
+		h, err := record.ValidateStored(data)
+		if err != nil {
+			return res, err
+		}
+		if h.BaseOffset < l.leo.Load() {
+			return res, fmt.Errorf("%w: batch at %d, log end offset %d", ErrOffsetMismatch, h.BaseOffset, l.leo.Load())
+		}
+		if err := l.appendLocked(data[:h.Size()], &h, now); err != nil {
+			return res, err
+		}
+		if res.BaseOffset < 0 {
+			res.BaseOffset = h.BaseOffset
+		}
+		res.LastOffset = h.LastOffset()
+		data = data[h.Size():]
+	}
+	res.LogStartOffset = l.logStart.Load()
+	return res, nil
+}
+
+// appendLocked writes a batch whose offsets are final.
+func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) error {
+	seg := l.active()
+	if l.shouldRoll(seg, h, len(batch), now) {
+		var err error
+		if seg, err = l.rollLocked(h.BaseOffset, now); err != nil {
+			return err
+		}
+	}
+	if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset, true); err != nil {
+		return err
+	}
+	pos := seg.size.Load()
+	if _, err := seg.file.WriteAt(batch, pos); err != nil {
+		return fmt.Errorf("append to %s: %w", seg.path(LogSuffix), err)
+	}
+	if err := l.indexBatch(seg, h, pos); err != nil {
+		return err
+	}
+	seg.size.Store(pos + int64(len(batch)))
+	seg.nextOffset = h.NextOffset()
+	l.producers.update(h)
+	l.unflushedRecords += int64(h.LastOffsetDelta) + 1
+	l.leo.Store(h.NextOffset())
+	return nil
+}
+
+// indexBatch updates the segment's indexes and timestamps for a batch written at pos.
+func (l *Log) indexBatch(seg *segment, h *record.Header, pos int64) error {
+	cfg := l.config()
+	if seg.firstBatchMaxTimestamp < 0 {
+		seg.firstBatchMaxTimestamp = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > seg.maxTimestamp {
+		seg.maxTimestamp, seg.offsetOfMaxTimestamp = h.MaxTimestamp, h.BaseOffset
+	}
+	if seg.bytesSinceIndexEntry > int64(cfg.IndexIntervalBytes) {
+		if err := seg.index.add(h.LastOffset(), pos); err != nil {
+			return err
+		}
+		if ts, _, ok := seg.timeIndex.last(); !ok || seg.maxTimestamp > ts {
+			if err := seg.timeIndex.add(seg.maxTimestamp, seg.offsetOfMaxTimestamp); err != nil {
+				return err
+			}
+		}
+		seg.bytesSinceIndexEntry = 0
+	}
+	seg.bytesSinceIndexEntry += int64(h.Size())
+	return nil
+}
+
+// shouldRoll is Kafka's LogSegment.shouldRoll.
+func (l *Log) shouldRoll(seg *segment, h *record.Header, size int, now int64) bool {
+	cfg := l.config()
+	cur := seg.size.Load()
+	if cur == 0 {
+		return false
+	}
+	if cur+int64(size) > cfg.SegmentBytes {
+		return true
+	}
+	waited := now - seg.createdMs
+	if seg.firstBatchMaxTimestamp >= 0 {
+		waited = h.MaxTimestamp - seg.firstBatchMaxTimestamp
+	}
+	if waited > cfg.SegmentMs-seg.rollJitterMs {
+		return true
+	}
+	if seg.index.isFull() || seg.timeIndex.isFull() {
+		return true
+	}
+	return h.LastOffset()-seg.baseOffset > math.MaxInt32
+}
+
+// rollLocked closes the active segment and starts a new one at base.
+func (l *Log) rollLocked(base int64, now int64) (*segment, error) {
+	old := l.active()
+	if err := l.sealSegment(old); err != nil {
+		return nil, err
+	}
+	seg, err := l.createSegment(base, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteFileAtomic(l.fs, snapshotPath(l.dir, base), l.producers.encodeSnapshot()); err != nil {
+		seg.close()
+		return nil, err
+	}
+	l.unsynced = append(l.unsynced, old)
+	segs := append(append([]*segment(nil), l.segments()...), seg)
+	l.publish(segs)
+	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous", old.baseOffset)
+	return seg, nil
+}
+
+// sealSegment is Kafka's onBecomeInactiveSegment: a last time index entry for
+// the segment's max timestamp, indexes trimmed to their entries.
+func (l *Log) sealSegment(s *segment) error {
+	if ts, _, ok := s.timeIndex.last(); s.maxTimestamp >= 0 && (!ok || s.maxTimestamp > ts) {
+		if err := s.timeIndex.appendEntryForce(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
+			return err
+		}
+	}
+	if err := s.index.trim(); err != nil {
+		return err
+	}
+	return s.timeIndex.trim()
+}
+
+func (l *Log) createSegment(base int64, now int64) (*segment, error) {
+	cfg := l.config()
+	s := &segment{dir: l.dir, baseOffset: base, nextOffset: base, maxTimestamp: -1,
+		offsetOfMaxTimestamp: base, firstBatchMaxTimestamp: -1, createdMs: now}
+	if cfg.SegmentJitterMs > 0 {
+		s.rollJitterMs = rollJitter(l.dir, base, cfg.SegmentJitterMs)
+	}
+	var err error
+	if s.file, err = l.fs.Create(s.path(LogSuffix)); err != nil {
+		return nil, err
+	}
+	if err = openIndex(&s.index.index, l.fs, s.path(IndexSuffix), base, offsetEntrySize, int(cfg.SegmentIndexBytes), true); err != nil {
+		s.close()
+		return nil, err
+	}
+	if err = openIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, int(cfg.SegmentIndexBytes), true); err != nil {
+		s.close()
+		return nil, err
+	}
+	l.dirDirty = true
+	return s, nil
+}
+
+// rollJitter picks a stable jitter in [0, max) per segment, as Kafka picks a
+// random one per segment.
+func rollJitter(dir string, base, max int64) int64 {
+	h := uint64(base)*0x9E3779B97F4A7C15 ^ uint64(len(dir))
+	for _, c := range dir {
+		h = h*1099511628211 ^ uint64(c)
+	}
+	return int64(h % uint64(max))
+}
+
+// Roll forces a new active segment (used by the retention job for segment.ms
+// when nothing is appended, and by tests).
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.active().size.Load() == 0 {
+		return nil
+	}
+	_, err := l.rollLocked(l.leo.Load(), l.nowMs())
+	return err
+}
+
+// SyncTo makes the log durable at least up to offset upTo (group commit):
+// concurrent callers share one fdatasync of the active segment, and rolled
+// segments and new directory entries are synced first.
+func (l *Log) SyncTo(upTo int64) error {
+	if l.durable.Load() >= upTo {
+		return nil
+	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.durable.Load() >= upTo {
+		return nil
+	}
+	l.mu.Lock()
+	target := l.leo.Load()
+	seg := l.active()
+	rolled := l.unsynced
+	l.unsynced = nil
+	dirDirty := l.dirDirty
+	l.dirDirty = false
+	l.unflushedRecords = 0
+	l.mu.Unlock()
+
+	for i, s := range rolled {
+		for _, f := range []vfs.File{s.file, s.index.file, s.timeIndex.file} {
+			if err := f.Sync(); err != nil {
+				l.requeue(rolled[i:], dirDirty)
+				return fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
+			}
+		}
+	}
+	if err := seg.file.Sync(); err != nil {
+		l.requeue(nil, dirDirty)
+		return fmt.Errorf("sync %s: %w", seg.path(LogSuffix), err)
+	}
+	if dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			l.requeue(nil, true)
+			return fmt.Errorf("sync dir %s: %w", l.dir, err)
+		}
+	}
+	if target > l.durable.Load() {
+		l.durable.Store(target)
+	}
+	l.lastFlush = l.nowMs()
+	return nil
+}
+
+func (l *Log) requeue(segs []*segment, dirDirty bool) {
+	l.mu.Lock()
+	l.unsynced = append(segs, l.unsynced...)
+	l.dirDirty = l.dirDirty || dirDirty
+	l.mu.Unlock()
+}
+
+// Flush syncs everything appended so far.
+func (l *Log) Flush() error { return l.SyncTo(l.leo.Load()) }
+
+// FlushDue reports whether flush.messages or flush.ms asks for a flush now.
+func (l *Log) FlushDue(now time.Time) bool {
+	cfg := l.config()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.durable.Load() >= l.leo.Load() {
+		return false
+	}
+	return l.unflushedRecords >= cfg.FlushMessages || now.UnixMilli()-l.lastFlush >= cfg.FlushMs
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	return l.epochs.endOffsetFor(epoch, l.leo.Load())
+}
+
+// LatestEpoch is the newest leader epoch in the log, -1 if none.
+func (l *Log) LatestEpoch() int32 {
+	e, _ := l.epochs.latest()
+	return e.Epoch
+}
+
+// Epochs returns a copy of the leader-epoch cache.
+func (l *Log) Epochs() []EpochEntry { return l.epochs.snapshot() }
+
+// Producer returns a copy of what the log knows about a producer.
+func (l *Log) Producer(pid int64) (ProducerEntry, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.producers.m[pid]
+	if !ok {
+		return ProducerEntry{}, false
+	}
+	c := *e
+	c.batches = append([]batchMeta(nil), e.batches...)
+	return c, true
+}
+
+// Close syncs the log, writes a producer-state snapshot at the log end
+// offset, trims the active segment's indexes and closes every file. After a
+// clean Close the log reopens without a rescan.
+func (l *Log) Close() error {
+	if err := l.Flush(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	act := l.active()
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	keep(act.index.trim())
+	keep(act.timeIndex.trim())
+	keep(act.index.file.Sync())
+	keep(act.timeIndex.file.Sync())
+	keep(WriteFileAtomic(l.fs, snapshotPath(l.dir, l.leo.Load()), l.producers.encodeSnapshot()))
+	for _, s := range l.segments() {
+		keep(s.close())
+	}
+	return first
+}
+
+// Delete closes the log and removes its directory (topic deletion).
+func (l *Log) Delete() error {
+	l.mu.Lock()
+	l.closed = true
+	for _, s := range l.segments() {
+		s.close()
+	}
+	l.mu.Unlock()
+	if err := l.fs.RemoveAll(l.dir); err != nil {
+		return err
+	}
+	return l.fs.SyncDir(filepath.Dir(l.dir))
+}

@@ -1,0 +1,262 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/vfs"
+)
+
+// numBatchesToRetain is how many recent batches per producer are kept for
+// duplicate detection, as in Kafka.
+const numBatchesToRetain = 5
+
+type batchMeta struct {
+	firstSeq, lastSeq       int32
+	firstOffset, lastOffset int64
+	timestamp               int64
+}
+
+// ProducerEntry is what the log remembers about one producer id.
+type ProducerEntry struct {
+	ProducerID            int64
+	Epoch                 int16
+	CoordinatorEpoch      int32
+	CurrentTxnFirstOffset int64 // -1 when no transaction is open
+	LastTimestamp         int64
+	batches               []batchMeta
+}
+
+func (e *ProducerEntry) lastSeq() int32 {
+	if len(e.batches) == 0 {
+		return record.NoSequence
+	}
+	return e.batches[len(e.batches)-1].lastSeq
+}
+
+func (e *ProducerEntry) lastOffset() int64 {
+	if len(e.batches) == 0 {
+		return -1
+	}
+	return e.batches[len(e.batches)-1].lastOffset
+}
+
+// producerState is Kafka's ProducerStateManager for one partition: the last
+// batches of every idempotent producer, used to reject out-of-order and fenced
+// batches and to answer retried ones with their original offsets. Owned by
+// the log's appender (Log.mu).
+type producerState struct {
+	m map[int64]*ProducerEntry
+}
+
+func newProducerState() *producerState { return &producerState{m: make(map[int64]*ProducerEntry)} }
+
+// duplicate returns the metadata of an already appended batch that h repeats.
+func (p *producerState) duplicate(h *record.Header) (batchMeta, bool) {
+	e := p.m[h.ProducerID]
+	if e == nil || e.Epoch != h.ProducerEpoch {
+		return batchMeta{}, false
+	}
+	for _, b := range e.batches {
+		if b.firstSeq == h.BaseSequence && b.lastSeq == h.LastSequence() {
+			return b, true
+		}
+	}
+	return batchMeta{}, false
+}
+
+// check validates a client batch's producer epoch and sequence against the
+// state, as Kafka's ProducerAppendInfo does.
+func (p *producerState) check(h *record.Header) error {
+	e := p.m[h.ProducerID]
+	if e == nil {
+		return nil // unknown producer: any sequence (its state may have been retained away)
+	}
+	if h.ProducerEpoch < e.Epoch {
+		return fmt.Errorf("%w: producer %d epoch %d is older than the current epoch %d",
+			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
+	}
+	if h.ProducerEpoch != e.Epoch {
+		if h.BaseSequence != 0 {
+			return fmt.Errorf("%w: producer %d new epoch %d must start at sequence 0, got %d",
+				ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+		}
+		return nil
+	}
+	last := e.lastSeq()
+	if last == record.NoSequence {
+		return nil
+	}
+	if !(h.BaseSequence == last+1 || (h.BaseSequence == 0 && last == 1<<31-1)) {
+		return fmt.Errorf("%w: producer %d epoch %d: sequence %d after %d",
+			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, last)
+	}
+	return nil
+}
+
+// update records an appended batch (with its assigned offsets).
+func (p *producerState) update(h *record.Header) {
+	if h.ProducerID < 0 {
+		return
+	}
+	e := p.m[h.ProducerID]
+	if e == nil {
+		e = &ProducerEntry{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
+		p.m[h.ProducerID] = e
+	}
+	if h.ProducerEpoch != e.Epoch {
+		e.Epoch = h.ProducerEpoch
+		e.batches = e.batches[:0]
+	}
+	e.LastTimestamp = h.MaxTimestamp
+	if h.Control() {
+		// A transaction marker ends the producer's open transaction.
+		e.CurrentTxnFirstOffset = -1
+		return
+	}
+	if h.Transactional() && e.CurrentTxnFirstOffset < 0 {
+		e.CurrentTxnFirstOffset = h.BaseOffset
+	}
+	if h.BaseSequence < 0 {
+		return
+	}
+	if len(e.batches) == numBatchesToRetain {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:numBatchesToRetain-1]
+	}
+	e.batches = append(e.batches, batchMeta{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
+		firstOffset: h.BaseOffset, lastOffset: h.LastOffset(), timestamp: h.MaxTimestamp})
+}
+
+// firstUnstableOffset is the smallest first offset of an open transaction.
+func (p *producerState) firstUnstableOffset() (int64, bool) {
+	min, ok := int64(0), false
+	for _, e := range p.m {
+		if e.CurrentTxnFirstOffset >= 0 && (!ok || e.CurrentTxnFirstOffset < min) {
+			min, ok = e.CurrentTxnFirstOffset, true
+		}
+	}
+	return min, ok
+}
+
+// evictBelow removes producers whose last write is below the log start
+// offset and that have no open transaction.
+func (p *producerState) evictBelow(logStart int64) {
+	for pid, e := range p.m {
+		if e.CurrentTxnFirstOffset < 0 && e.lastOffset() < logStart {
+			delete(p.m, pid)
+		}
+	}
+}
+
+// Snapshot files: <20-digit offset>.snapshot in Kafka's ProducerSnapshot
+// version 1 layout: int16 version, uint32 CRC32C of what follows, int32 entry
+// count, then per producer: int64 id, int16 epoch, int32 last sequence, int64
+// last offset, int32 offset delta (last - first offset of the last batch),
+// int64 timestamp, int32 coordinator epoch, int64 current txn first offset.
+// As in Kafka only the last batch of each producer is kept.
+const (
+	snapshotVersion   = 1
+	snapshotEntrySize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func (p *producerState) encodeSnapshot() []byte {
+	ids := make([]int64, 0, len(p.m))
+	for id := range p.m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	b := make([]byte, 10, 10+len(ids)*snapshotEntrySize)
+	binary.BigEndian.PutUint16(b, snapshotVersion)
+	binary.BigEndian.PutUint32(b[6:], uint32(len(ids)))
+	be := binary.BigEndian
+	for _, id := range ids {
+		e := p.m[id]
+		var last batchMeta
+		if n := len(e.batches); n > 0 {
+			last = e.batches[n-1]
+		} else {
+			last = batchMeta{firstSeq: -1, lastSeq: -1, firstOffset: -1, lastOffset: -1, timestamp: e.LastTimestamp}
+		}
+		b = be.AppendUint64(b, uint64(id))
+		b = be.AppendUint16(b, uint16(e.Epoch))
+		b = be.AppendUint32(b, uint32(last.lastSeq))
+		b = be.AppendUint64(b, uint64(last.lastOffset))
+		b = be.AppendUint32(b, uint32(last.lastOffset-last.firstOffset))
+		b = be.AppendUint64(b, uint64(e.LastTimestamp))
+		b = be.AppendUint32(b, uint32(e.CoordinatorEpoch))
+		b = be.AppendUint64(b, uint64(e.CurrentTxnFirstOffset))
+	}
+	be.PutUint32(b[2:], crc32.Checksum(b[6:], castagnoli))
+	return b
+}
+
+func decodeSnapshot(b []byte) (*producerState, error) {
+	if len(b) < 10 {
+		return nil, fmt.Errorf("%w: producer snapshot of %d bytes", ErrCorruptSegment, len(b))
+	}
+	be := binary.BigEndian
+	if v := be.Uint16(b); v != snapshotVersion {
+		return nil, fmt.Errorf("%w: producer snapshot version %d", ErrCorruptSegment, v)
+	}
+	if crc32.Checksum(b[6:], castagnoli) != be.Uint32(b[2:]) {
+		return nil, fmt.Errorf("%w: producer snapshot crc mismatch", ErrCorruptSegment)
+	}
+	n := int(be.Uint32(b[6:]))
+	if n < 0 || len(b)-10 != n*snapshotEntrySize {
+		return nil, fmt.Errorf("%w: producer snapshot with %d entries in %d bytes", ErrCorruptSegment, n, len(b))
+	}
+	p := newProducerState()
+	for q := b[10:]; len(q) > 0; q = q[snapshotEntrySize:] {
+		e := &ProducerEntry{
+			ProducerID:            int64(be.Uint64(q)),
+			Epoch:                 int16(be.Uint16(q[8:])),
+			LastTimestamp:         int64(be.Uint64(q[26:])),
+			CoordinatorEpoch:      int32(be.Uint32(q[34:])),
+			CurrentTxnFirstOffset: int64(be.Uint64(q[38:])),
+		}
+		lastSeq := int32(be.Uint32(q[10:]))
+		lastOff := int64(be.Uint64(q[14:]))
+		delta := int32(be.Uint32(q[22:]))
+		if lastSeq >= 0 && lastOff >= 0 {
+			first := int64(lastSeq) - int64(delta)
+			if first < 0 {
+				first += 1 << 31
+			}
+			e.batches = []batchMeta{{firstSeq: int32(first), lastSeq: lastSeq, firstOffset: lastOff - int64(delta),
+				lastOffset: lastOff, timestamp: e.LastTimestamp}}
+		}
+		p.m[e.ProducerID] = e
+	}
+	return p, nil
+}
+
+// listSnapshots returns the offsets of the snapshot files in dir, ascending.
+func listSnapshots(fs vfs.FS, dir string) ([]int64, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var offs []int64
+	for _, n := range names {
+		if !strings.HasSuffix(n, SnapshotSuffix) || len(n) != 20+len(SnapshotSuffix) {
+			continue
+		}
+		if off, ok := ParseFileName(n); ok {
+			offs = append(offs, off)
+		}
+	}
+	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+	return offs, nil
+}
+
+func snapshotPath(dir string, off int64) string {
+	return filepath.Join(dir, FileName(off)+SnapshotSuffix)
+}

@@ -1,0 +1,322 @@
+package log
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gregor-broker/gregor/internal/vfs"
+)
+
+// RetentionResult says what a retention pass removed.
+type RetentionResult struct {
+	Segments       int
+	Bytes          int64
+	LogStartOffset int64
+	Reason         string // "retention.ms", "retention.bytes", "log start offset"
+}
+
+// DeleteOldSegments is one retention pass (log.retention.check.interval.ms):
+// with cleanup.policy=delete it removes the oldest closed segments whose
+// largest timestamp is older than retention.ms, then those that keep the log
+// over retention.bytes; with any policy it removes segments wholly below the
+// log start offset. Only a prefix of closed segments, wholly below the high
+// watermark, is ever removed: never the active segment.
+func (l *Log) DeleteOldSegments(now time.Time) (RetentionResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return RetentionResult{}, ErrClosed
+	}
+	cfg := l.config()
+	segs := l.segments()
+	hw := l.hw.Load()
+	logStart := l.logStart.Load()
+	// deletable(i): segment i is closed and every offset in it is below the HW.
+	deletable := func(i int) bool { return i < len(segs)-1 && segs[i+1].baseOffset <= hw }
+	n, reason := 0, ""
+	for n < len(segs)-1 && segs[n+1].baseOffset <= logStart {
+		n, reason = n+1, "log start offset"
+	}
+	if cfg.Delete && cfg.RetentionMs >= 0 {
+		k := n
+		for deletable(k) && now.UnixMilli()-segs[k].largestTimestamp() > cfg.RetentionMs {
+			k++
+		}
+		if k > n {
+			n, reason = k, "retention.ms"
+		}
+	}
+	if cfg.Delete && cfg.RetentionBytes >= 0 {
+		var total int64
+		for _, s := range segs[n:] {
+			total += s.size.Load()
+		}
+		diff := total - cfg.RetentionBytes
+		k := n
+		for deletable(k) && diff-segs[k].size.Load() >= 0 {
+			diff -= segs[k].size.Load()
+			k++
+		}
+		if k > n {
+			n, reason = k, "retention.bytes"
+		}
+	}
+	if n == 0 {
+		return RetentionResult{LogStartOffset: logStart}, nil
+	}
+	res := RetentionResult{Segments: n, Reason: reason}
+	for _, s := range segs[:n] {
+		res.Bytes += s.size.Load()
+	}
+	if err := l.dropPrefixLocked(n); err != nil {
+		return res, err
+	}
+	res.LogStartOffset = l.logStart.Load()
+	l.logger.Info("deleted segments by retention", "dir", l.dir, "segments", n, "bytes", res.Bytes,
+		"reason", reason, "log_start_offset", res.LogStartOffset)
+	return res, nil
+}
+
+func (s *segment) largestTimestamp() int64 {
+	if s.maxTimestamp > 0 {
+		return s.maxTimestamp
+	}
+	return s.createdMs
+}
+
+// dropPrefixLocked removes the first n segments and raises the log start
+// offset to the first remaining one.
+func (l *Log) dropPrefixLocked(n int) error {
+	segs := l.segments()
+	gone := segs[:n]
+	rest := append([]*segment(nil), segs[n:]...)
+	if nb := rest[0].baseOffset; nb > l.logStart.Load() {
+		l.logStart.Store(nb)
+	}
+	if l.hw.Load() < l.logStart.Load() {
+		l.hw.Store(l.logStart.Load())
+	}
+	l.publish(rest)
+	l.unsynced = without(l.unsynced, gone)
+	if err := l.epochs.truncateFromStart(l.logStart.Load()); err != nil {
+		return err
+	}
+	l.producers.evictBelow(l.logStart.Load())
+	if err := l.deleteSnapshotsBelow(rest[0].baseOffset); err != nil {
+		return err
+	}
+	return l.deleteSegments(gone)
+}
+
+func without(list, gone []*segment) []*segment {
+	out := list[:0]
+	for _, s := range list {
+		drop := false
+		for _, g := range gone {
+			drop = drop || s == g
+		}
+		if !drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (l *Log) deleteSnapshotsBelow(off int64) error {
+	offs, err := listSnapshots(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	for _, o := range offs {
+		if o < off {
+			if err := l.fs.Remove(snapshotPath(l.dir, o)); err != nil && !vfs.IsNotExist(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteSegments renames the segments' files to .deleted (durably), then
+// closes and removes them after file.delete.delay.ms, so readers holding an
+// older view finish their reads.
+func (l *Log) deleteSegments(segs []*segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	var renamed []string
+	for _, s := range segs {
+		for _, sfx := range segmentSuffixes() {
+			p := s.path(sfx)
+			if err := l.fs.Rename(p, p+DeletedSuffix); err != nil {
+				if vfs.IsNotExist(err) {
+					continue
+				}
+				return fmt.Errorf("delete segment %s: %w", p, err)
+			}
+			renamed = append(renamed, p+DeletedSuffix)
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	remove := func() {
+		for _, s := range segs {
+			s.close()
+		}
+		for _, p := range renamed {
+			if err := l.fs.Remove(p); err != nil && !vfs.IsNotExist(err) {
+				l.logger.Warn("could not remove deleted segment file", "path", p, "err", err)
+			}
+		}
+	}
+	if d := l.config().FileDeleteDelayMs; d > 0 {
+		l.clock.AfterFunc(time.Duration(d)*time.Millisecond, remove)
+	} else {
+		remove()
+	}
+	return nil
+}
+
+// removeSegmentFiles removes segments' files at once (load-time cleanup).
+func (l *Log) removeSegmentFiles(segs []*segment) error {
+	for _, s := range segs {
+		s.close()
+		for _, sfx := range segmentSuffixes() {
+			if err := l.fs.Remove(s.path(sfx)); err != nil && !vfs.IsNotExist(err) {
+				return err
+			}
+		}
+	}
+	return l.fs.SyncDir(l.dir)
+}
+
+// IncrementLogStartOffset moves the log start offset up to offset
+// (DeleteRecords) and removes the segments wholly below it. offset may not
+// pass the high watermark.
+func (l *Log) IncrementLogStartOffset(offset int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, ErrClosed
+	}
+	if hw := l.hw.Load(); offset > hw {
+		return l.logStart.Load(), fmt.Errorf("%w: cannot delete records up to %d beyond the high watermark %d",
+			ErrOffsetOutOfRange, offset, hw)
+	}
+	if offset <= l.logStart.Load() {
+		return l.logStart.Load(), nil
+	}
+	l.logStart.Store(offset)
+	segs := l.segments()
+	n := 0
+	for n < len(segs)-1 && segs[n+1].baseOffset <= offset {
+		n++
+	}
+	if n > 0 {
+		if err := l.dropPrefixLocked(n); err != nil {
+			return offset, err
+		}
+	} else {
+		if err := l.epochs.truncateFromStart(offset); err != nil {
+			return offset, err
+		}
+		l.producers.evictBelow(offset)
+	}
+	l.logger.Info("log start offset moved", "dir", l.dir, "log_start_offset", offset, "segments_deleted", n)
+	return offset, nil
+}
+
+// TruncateTo removes every batch at or above offset (a follower truncating
+// to its leader's log). Segments starting at or above it are deleted; the
+// segment holding it is cut at the batch containing offset. The result is
+// synced before returning.
+func (l *Log) TruncateTo(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if offset >= l.leo.Load() {
+		return nil
+	}
+	if offset < l.logStart.Load() {
+		offset = l.logStart.Load()
+	}
+	segs := l.segments()
+	keep := segmentFor(segs, offset)
+	if keep < 0 {
+		keep = 0
+	}
+	s := segs[keep]
+	gone := segs[keep+1:]
+	cut, ok, err := s.findBatch(offset, s.size.Load())
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := s.file.Truncate(cut.pos); err != nil {
+			return err
+		}
+		s.size.Store(cut.pos)
+	}
+	if err := s.index.truncateTo(offset); err != nil {
+		return err
+	}
+	if err := s.timeIndex.truncateTo(offset); err != nil {
+		return err
+	}
+	if err := l.loadActiveStateAfterTruncate(s); err != nil {
+		return err
+	}
+	l.publish(append([]*segment(nil), segs[:keep+1]...))
+	l.unsynced = without(l.unsynced, gone)
+	if err := l.deleteSegments(gone); err != nil {
+		return err
+	}
+	if err := s.index.extend(); err != nil {
+		return err
+	}
+	if err := s.timeIndex.extend(); err != nil {
+		return err
+	}
+	leo := max(s.nextOffset, s.baseOffset)
+	l.leo.Store(leo)
+	if l.hw.Load() > leo {
+		l.hw.Store(leo)
+	}
+	if err := s.file.Sync(); err != nil {
+		return err
+	}
+	if l.durable.Load() > leo {
+		l.durable.Store(leo)
+	}
+	if err := l.epochs.truncateFromEnd(leo); err != nil {
+		return err
+	}
+	offs, err := listSnapshots(l.fs, l.dir)
+	if err != nil {
+		return err
+	}
+	for _, o := range offs {
+		if o > leo {
+			if err := l.fs.Remove(snapshotPath(l.dir, o)); err != nil && !vfs.IsNotExist(err) {
+				return err
+			}
+		}
+	}
+	l.producers = newProducerState()
+	if err := l.loadProducerState(l.logStart.Load(), leo); err != nil {
+		return err
+	}
+	l.logger.Info("truncated log", "dir", l.dir, "log_end_offset", leo)
+	return nil
+}
+
+func (l *Log) loadActiveStateAfterTruncate(s *segment) error {
+	s.maxTimestamp, s.offsetOfMaxTimestamp, s.firstBatchMaxTimestamp = -1, s.baseOffset, -1
+	s.bytesSinceIndexEntry = 0
+	return l.loadActiveState(s)
+}

@@ -1,0 +1,152 @@
+package log
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/vfs"
+)
+
+// File name suffixes, as in Kafka.
+const (
+	LogSuffix       = ".log"
+	IndexSuffix     = ".index"
+	TimeIndexSuffix = ".timeindex"
+	TxnIndexSuffix  = ".txnindex"
+	SnapshotSuffix  = ".snapshot"
+	CleanedSuffix   = ".cleaned"
+	SwapSuffix      = ".swap"
+	DeletedSuffix   = ".deleted"
+)
+
+// FileName is the 20-digit, zero-padded base offset Kafka names segment files by.
+func FileName(offset int64) string { return fmt.Sprintf("%020d", offset) }
+
+// ParseFileName returns the offset a segment-style file name starts with.
+func ParseFileName(name string) (int64, bool) {
+	if len(name) < 20 {
+		return 0, false
+	}
+	off, err := strconv.ParseInt(name[:20], 10, 64)
+	if err != nil || off < 0 || (len(name) > 20 && name[20] != '.') {
+		return 0, false
+	}
+	return off, true
+}
+
+// segment is one .log file with its indexes. Fields other than size and
+// the indexes' contents are set before the segment is published and not
+// changed after, except by the appender under Log.mu.
+type segment struct {
+	dir        string
+	baseOffset int64
+	file       vfs.File
+	size       atomic.Int64 // bytes readers may read
+	index      offsetIndex
+	timeIndex  timeIndex
+
+	// Appender state (Log.mu).
+	nextOffset             int64 // offset after the last batch
+	bytesSinceIndexEntry   int64
+	maxTimestamp           int64 // largest batch max timestamp, -1 if none
+	offsetOfMaxTimestamp   int64 // base offset of the batch holding it
+	firstBatchMaxTimestamp int64 // for segment.ms: -1 until the first batch
+	createdMs              int64
+	rollJitterMs           int64
+	rebuild                bool // indexes missing at load
+}
+
+func (s *segment) path(suffix string) string {
+	return filepath.Join(s.dir, FileName(s.baseOffset)+suffix)
+}
+
+func (s *segment) readAt(p []byte, off int64) (int, error) {
+	n, err := s.file.ReadAt(p, off)
+	if err == io.EOF && n == len(p) {
+		err = nil
+	}
+	return n, err
+}
+
+// batchPos is where a batch sits in a segment.
+type batchPos struct {
+	pos int64
+	hdr record.Header
+}
+
+// scanFrom walks the batch headers of s starting at byte pos, up to limit
+// bytes of file, calling fn for each; fn returns false to stop. It reads only
+// headers. A batch that does not fit or a bad header ends the walk with
+// ErrCorruptSegment.
+func (s *segment) scanFrom(pos, limit int64, fn func(bp batchPos) bool) error {
+	var hb [record.HeaderSize]byte
+	for pos < limit {
+		if limit-pos < record.HeaderSize {
+			return fmt.Errorf("%w: %s: %d stray bytes at position %d", ErrCorruptSegment, s.path(LogSuffix), limit-pos, pos)
+		}
+		if _, err := s.readAt(hb[:], pos); err != nil {
+			return err
+		}
+		h, err := record.ParseHeader(hb[:])
+		if err != nil {
+			return fmt.Errorf("%w: %s at position %d: %v", ErrCorruptSegment, s.path(LogSuffix), pos, err)
+		}
+		if int64(h.Size()) > limit-pos {
+			return fmt.Errorf("%w: %s: batch at position %d runs past the end", ErrCorruptSegment, s.path(LogSuffix), pos)
+		}
+		if !fn(batchPos{pos: pos, hdr: h}) {
+			return nil
+		}
+		pos += int64(h.Size())
+	}
+	return nil
+}
+
+// findBatch returns the position of the first batch whose last offset is >=
+// target, scanning from the index hint. ok is false when no such batch
+// exists below limit.
+func (s *segment) findBatch(target, limit int64) (batchPos, bool, error) {
+	_, pos := s.index.lookup(target)
+	var found batchPos
+	var ok bool
+	err := s.scanFrom(pos, limit, func(bp batchPos) bool {
+		if bp.hdr.LastOffset() >= target {
+			found, ok = bp, true
+			return false
+		}
+		return true
+	})
+	return found, ok, err
+}
+
+func (s *segment) close() error {
+	var first error
+	for _, c := range []io.Closer{s.file, s.index.file, s.timeIndex.file} {
+		if c == nil {
+			continue
+		}
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// segmentFiles lists the files that belong to a segment with this base.
+func segmentSuffixes() []string {
+	return []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix}
+}
+
+func hasSuffixAny(name string, sfx ...string) bool {
+	for _, s := range sfx {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
+}
