@@ -1,0 +1,24 @@
+// Package logmgr owns every partition log of a broker: Kafka's LogManager.
+//
+// It spreads partitions over the log.dirs, loads them in parallel at start
+// (num.recovery.threads.per.data.dir per directory), runs the background
+// jobs (retention every log.retention.check.interval.ms, flush by
+// flush.ms/flush.messages, checkpoint writers) and closes everything cleanly.
+//
+// # On-disk format, per log dir (Kafka's names and layouts)
+//
+//   - <topic>-<partition>/: one directory per partition log (see package log);
+//   - recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+//     replication-offset-checkpoint: version 0, a count, then
+//     "topic partition offset" lines; each rewritten atomically (temp file,
+//     fsync, rename, directory fsync);
+//   - .kafka_cleanshutdown: present only between a clean Close and the next
+//     Open; its presence lets Open skip the rescan of unflushed segments. Open
+//     removes it (durably) before any log is written.
+//
+// # Concurrency
+//
+// The partition map is guarded by mu; logs themselves are safe for
+// concurrent use. Background jobs run on the injected clock's timers and stop
+// on Close. Checkpoint files of one dir are written under ckMu.
+package logmgr

@@ -1,0 +1,459 @@
+package logmgr
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/vfs"
+)
+
+// Checkpoint and marker file names.
+const (
+	RecoveryPointCheckpoint = "recovery-point-offset-checkpoint"
+	LogStartCheckpoint      = "log-start-offset-checkpoint"
+	ReplicationCheckpoint   = "replication-offset-checkpoint"
+	CleanShutdownFile       = ".kafka_cleanshutdown"
+	checkpointVersion       = 0
+)
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// ParseDirName splits a partition directory name "topic-partition".
+func ParseDirName(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// Options configure a Manager.
+type Options struct {
+	FS     vfs.FS
+	Clock  clock.Clock
+	Dirs   []string // log.dirs
+	Logger *slog.Logger
+	// ConfigFor resolves a topic's log configuration (topic overrides over
+	// broker defaults).
+	ConfigFor func(topic string) log.Config
+	// Keep reports whether a partition found on disk still exists; logs it
+	// rejects are deleted at load (a topic deleted while the broker was down).
+	// Nil keeps everything.
+	Keep                   func(tp TopicPartition) bool
+	RecoveryThreadsPerDir  int           // num.recovery.threads.per.data.dir
+	RetentionCheckInterval time.Duration // log.retention.check.interval.ms
+	FlushCheckInterval     time.Duration // log.flush.scheduler.interval.ms (capped to 1s for flush.ms checks)
+	RecoveryPointInterval  time.Duration // log.flush.offset.checkpoint.interval.ms
+	LogStartInterval       time.Duration // log.flush.start.offset.checkpoint.interval.ms
+	HighWatermarkInterval  time.Duration // replica.high.watermark.checkpoint.interval.ms
+}
+
+// Manager holds the logs of one broker.
+type Manager struct {
+	o      Options
+	mu     sync.RWMutex
+	logs   map[TopicPartition]*log.Log
+	dirOf  map[TopicPartition]string
+	ckMu   sync.Mutex
+	timers []clock.Timer
+	stopMu sync.Mutex
+	closed bool
+	// RetentionHook, if set, is told about each retention deletion (metrics).
+	RetentionHook func(tp TopicPartition, r log.RetentionResult)
+}
+
+// Open loads every partition log in every dir, recovering as needed.
+func Open(o Options) (*Manager, error) {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.RecoveryThreadsPerDir <= 0 {
+		o.RecoveryThreadsPerDir = 1
+	}
+	m := &Manager{o: o, logs: make(map[TopicPartition]*log.Log), dirOf: make(map[TopicPartition]string)}
+	var wg sync.WaitGroup
+	errs := make([]error, len(o.Dirs))
+	for i, dir := range o.Dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.loadDir(dir)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		m.closeLogs()
+		return nil, err
+	}
+	if err := m.CheckpointAll(); err != nil {
+		m.closeLogs()
+		return nil, err
+	}
+	return m, nil
+}
+
+type offsets map[TopicPartition]int64
+
+func (m *Manager) readCheckpoint(dir, name string) offsets {
+	out := offsets{}
+	lines, err := log.ReadCheckpoint(m.o.FS, filepath.Join(dir, name), checkpointVersion)
+	if err != nil {
+		if !vfs.IsNotExist(err) {
+			m.o.Logger.Warn("ignoring unreadable checkpoint file", "dir", dir, "file", name, "err", err)
+		}
+		return out
+	}
+	for _, f := range lines {
+		if len(f) != 3 {
+			continue
+		}
+		p, err1 := strconv.ParseInt(f[1], 10, 32)
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 == nil && err2 == nil {
+			out[TopicPartition{f[0], int32(p)}] = off
+		}
+	}
+	return out
+}
+
+func (m *Manager) loadDir(dir string) error {
+	fs := m.o.FS
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("log dir %s: %w", dir, err)
+	}
+	if err := fs.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("log dir %s: %w", dir, err)
+	}
+	marker := filepath.Join(dir, CleanShutdownFile)
+	_, err := fs.Stat(marker)
+	clean := err == nil
+	if clean {
+		if err := fs.Remove(marker); err != nil {
+			return err
+		}
+		if err := fs.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	rp := m.readCheckpoint(dir, RecoveryPointCheckpoint)
+	ls := m.readCheckpoint(dir, LogStartCheckpoint)
+	hw := m.readCheckpoint(dir, ReplicationCheckpoint)
+	names, err := fs.List(dir)
+	if err != nil {
+		return err
+	}
+	type job struct {
+		tp   TopicPartition
+		path string
+	}
+	var jobs []job
+	for _, n := range names {
+		tp, ok := ParseDirName(n)
+		if !ok {
+			continue
+		}
+		st, err := fs.Stat(filepath.Join(dir, n))
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		if m.o.Keep != nil && !m.o.Keep(tp) {
+			m.o.Logger.Info("deleting log of a partition that no longer exists", "dir", dir, "partition", tp)
+			if err := fs.RemoveAll(filepath.Join(dir, n)); err != nil {
+				return err
+			}
+			continue
+		}
+		jobs = append(jobs, job{tp, filepath.Join(dir, n)})
+	}
+	start := m.o.Clock.Now()
+	work := make(chan job)
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var errs []error
+	for i := 0; i < m.o.RecoveryThreadsPerDir; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				get := func(o offsets) int64 {
+					if v, ok := o[j.tp]; ok {
+						return v
+					}
+					return -1
+				}
+				l, err := log.Open(log.Options{FS: fs, Clock: m.o.Clock, Dir: j.path, Config: m.o.ConfigFor(j.tp.Topic),
+					Logger: m.o.Logger, RecoveryPoint: get(rp), LogStartOffset: get(ls), HighWatermark: get(hw),
+					CleanShutdown: clean})
+				if err != nil {
+					errMu.Lock()
+					errs = append(errs, fmt.Errorf("load %s: %w", j.path, err))
+					errMu.Unlock()
+					continue
+				}
+				m.mu.Lock()
+				m.logs[j.tp], m.dirOf[j.tp] = l, dir
+				m.mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	m.o.Logger.Info("loaded log dir", "dir", dir, "partitions", len(jobs), "clean_shutdown", clean,
+		"elapsed", m.o.Clock.Now().Sub(start))
+	return errors.Join(errs...)
+}
+
+// Get returns the log of tp, or nil.
+func (m *Manager) Get(tp TopicPartition) *log.Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.logs[tp]
+}
+
+// All returns a snapshot of the partition → log map.
+func (m *Manager) All() map[TopicPartition]*log.Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make(map[TopicPartition]*log.Log, len(m.logs))
+	for k, v := range m.logs {
+		out[k] = v
+	}
+	return out
+}
+
+// DirOf returns the log dir holding tp.
+func (m *Manager) DirOf(tp TopicPartition) string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.dirOf[tp]
+}
+
+// Dirs returns the configured log dirs.
+func (m *Manager) Dirs() []string { return m.o.Dirs }
+
+// GetOrCreate returns tp's log, creating it in the log dir holding the fewest
+// partitions (Kafka's placement rule).
+func (m *Manager) GetOrCreate(tp TopicPartition, cfg log.Config) (*log.Log, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.logs[tp]; l != nil {
+		return l, nil
+	}
+	if m.closed {
+		return nil, log.ErrClosed
+	}
+	count := make(map[string]int)
+	for _, d := range m.dirOf {
+		count[d]++
+	}
+	dirs := append([]string(nil), m.o.Dirs...)
+	sort.SliceStable(dirs, func(i, j int) bool { return count[dirs[i]] < count[dirs[j]] })
+	dir := dirs[0]
+	l, err := log.Open(log.Options{FS: m.o.FS, Clock: m.o.Clock, Dir: filepath.Join(dir, tp.String()), Config: cfg,
+		Logger: m.o.Logger, RecoveryPoint: 0, LogStartOffset: 0, HighWatermark: 0, CleanShutdown: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.o.FS.SyncDir(dir); err != nil {
+		l.Close()
+		return nil, err
+	}
+	m.logs[tp], m.dirOf[tp] = l, dir
+	return l, nil
+}
+
+// Delete removes tp's log and its files.
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	l := m.logs[tp]
+	delete(m.logs, tp)
+	delete(m.dirOf, tp)
+	m.mu.Unlock()
+	if l == nil {
+		return nil
+	}
+	return l.Delete()
+}
+
+// CheckpointAll writes the three offset checkpoint files of every dir.
+func (m *Manager) CheckpointAll() error {
+	return errors.Join(
+		m.checkpoint(RecoveryPointCheckpoint, (*log.Log).RecoveryPoint),
+		m.checkpoint(LogStartCheckpoint, (*log.Log).LogStartOffset),
+		m.checkpoint(ReplicationCheckpoint, (*log.Log).HighWatermark))
+}
+
+// CheckpointLogStart writes log-start-offset-checkpoint now (after DeleteRecords).
+func (m *Manager) CheckpointLogStart() error {
+	return m.checkpoint(LogStartCheckpoint, (*log.Log).LogStartOffset)
+}
+
+func (m *Manager) checkpoint(name string, get func(*log.Log) int64) error {
+	m.ckMu.Lock()
+	defer m.ckMu.Unlock()
+	byDir := make(map[string][]string, len(m.o.Dirs))
+	m.mu.RLock()
+	tps := make([]TopicPartition, 0, len(m.logs))
+	for tp := range m.logs {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	for _, tp := range tps {
+		d := m.dirOf[tp]
+		byDir[d] = append(byDir[d], fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, get(m.logs[tp])))
+	}
+	m.mu.RUnlock()
+	var errs []error
+	for _, d := range m.o.Dirs {
+		if err := log.WriteCheckpoint(m.o.FS, filepath.Join(d, name), checkpointVersion, byDir[d]); err != nil {
+			errs = append(errs, fmt.Errorf("write %s in %s: %w", name, d, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunRetention is one retention pass over every log.
+func (m *Manager) RunRetention() {
+	now := m.o.Clock.Now()
+	moved := false
+	for tp, l := range m.All() {
+		res, err := l.DeleteOldSegments(now)
+		if err != nil {
+			if !errors.Is(err, log.ErrClosed) {
+				m.o.Logger.Error("retention failed", "partition", tp, "err", err)
+			}
+			continue
+		}
+		if res.Segments > 0 {
+			moved = true
+			if m.RetentionHook != nil {
+				m.RetentionHook(tp, res)
+			}
+		}
+	}
+	if moved {
+		if err := m.CheckpointLogStart(); err != nil {
+			m.o.Logger.Error("log start checkpoint failed", "err", err)
+		}
+	}
+}
+
+// RunFlush flushes every log whose flush.ms or flush.messages is due.
+func (m *Manager) RunFlush() {
+	now := m.o.Clock.Now()
+	for tp, l := range m.All() {
+		if l.FlushDue(now) {
+			if err := l.Flush(); err != nil && !errors.Is(err, log.ErrClosed) {
+				m.o.Logger.Error("flush failed", "partition", tp, "err", err)
+			}
+		}
+	}
+}
+
+// Start schedules the background jobs on the clock.
+func (m *Manager) Start() {
+	m.every(m.o.RetentionCheckInterval, m.RunRetention)
+	m.every(m.o.FlushCheckInterval, m.RunFlush)
+	m.every(m.o.RecoveryPointInterval, func() { m.logErr(m.checkpoint(RecoveryPointCheckpoint, (*log.Log).RecoveryPoint)) })
+	m.every(m.o.LogStartInterval, func() { m.logErr(m.CheckpointLogStart()) })
+	m.every(m.o.HighWatermarkInterval, func() { m.logErr(m.checkpoint(ReplicationCheckpoint, (*log.Log).HighWatermark)) })
+}
+
+func (m *Manager) logErr(err error) {
+	if err != nil {
+		m.o.Logger.Error("checkpoint failed", "err", err)
+	}
+}
+
+// every runs f each d on the clock until Close. A zero d disables the job.
+func (m *Manager) every(d time.Duration, f func()) {
+	if d <= 0 {
+		return
+	}
+	var run func()
+	run = func() {
+		m.stopMu.Lock()
+		if m.closed {
+			m.stopMu.Unlock()
+			return
+		}
+		m.stopMu.Unlock()
+		f()
+		m.stopMu.Lock()
+		defer m.stopMu.Unlock()
+		if !m.closed {
+			m.timers = append(m.timers, m.o.Clock.AfterFunc(d, run))
+		}
+	}
+	m.stopMu.Lock()
+	m.timers = append(m.timers, m.o.Clock.AfterFunc(d, run))
+	m.stopMu.Unlock()
+}
+
+// Close stops the jobs, closes every log (flushing it), writes the
+// checkpoints and marks each dir cleanly shut down.
+func (m *Manager) Close() error {
+	m.stopMu.Lock()
+	m.closed = true
+	for _, t := range m.timers {
+		t.Stop()
+	}
+	m.timers = nil
+	m.stopMu.Unlock()
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	errs := []error{m.CheckpointAll()}
+	if err := m.closeLogs(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// Only after every log closed cleanly may the marker say so.
+	errs = append(errs, m.CheckpointAll())
+	for _, d := range m.o.Dirs {
+		errs = append(errs, log.WriteFileAtomic(m.o.FS, filepath.Join(d, CleanShutdownFile), nil))
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) closeLogs() error {
+	var errs []error
+	for tp, l := range m.All() {
+		if err := l.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", tp, err))
+		}
+	}
+	return errors.Join(errs...)
+}

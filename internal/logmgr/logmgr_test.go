@@ -1,0 +1,112 @@
+package logmgr
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/vfs"
+)
+
+func batch(t *testing.T, ts int64) []byte {
+	b, err := record.Build(&record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+		Records: []record.BuildRecord{{Timestamp: ts, Key: []byte("k"), Value: make([]byte, 200)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func testConfig(string) log.Config {
+	c := log.DefaultConfig()
+	c.SegmentBytes = 2048
+	c.RetentionMs = int64(time.Hour / time.Millisecond)
+	c.FileDeleteDelayMs = 0
+	c.TimestampAfterMs = -1
+	return c
+}
+
+func open(t *testing.T, fs vfs.FS, clk clock.Clock) *Manager {
+	t.Helper()
+	m, err := Open(Options{FS: fs, Clock: clk, Dirs: []string{"/d1", "/d2"}, ConfigFor: testConfig,
+		RecoveryThreadsPerDir: 2, RetentionCheckInterval: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestLoadCheckpointRetention(t *testing.T) {
+	fs := vfs.NewMem()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := open(t, fs, clk)
+	tps := []TopicPartition{{"a", 0}, {"a", 1}, {"b-x", 0}, {"c", 3}}
+	for _, tp := range tps {
+		l, err := m.GetOrCreate(tp, testConfig(tp.Topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 30; i++ {
+			if _, err := l.Append(batch(t, clk.Now().UnixMilli()), log.OriginClient, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l.SetHighWatermark(l.LogEndOffset())
+	}
+	if m.DirOf(tps[0]) == m.DirOf(tps[1]) {
+		t.Fatal("partitions not spread over log dirs")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat("/d1/" + CleanShutdownFile); err != nil {
+		t.Fatal("no clean shutdown marker")
+	}
+	// Clean reopen, then an unclean one from a crash image.
+	m = open(t, fs, clk)
+	if _, err := fs.Stat("/d1/" + CleanShutdownFile); err == nil {
+		t.Fatal("marker survived open")
+	}
+	for _, tp := range tps {
+		l := m.Get(tp)
+		if l == nil || l.LogEndOffset() != 30 || l.HighWatermark() != 30 {
+			t.Fatalf("%v after reopen: %v", tp, l)
+		}
+	}
+	crashed := fs.CrashClone()
+	m2 := open(t, crashed, clk)
+	if l := m2.Get(tps[2]); l == nil || l.LogEndOffset() != 30 {
+		t.Fatalf("unclean reopen lost data: %v %v\n%s", l, m2.All(), crashed.String())
+	}
+	// Retention on the scheduled job: two hours later every closed segment goes.
+	m.Start()
+	clk.Advance(2 * time.Hour)
+	for _, tp := range tps {
+		l := m.Get(tp)
+		if l.NumSegments() != 1 || l.LogStartOffset() == 0 {
+			t.Fatalf("%v: %d segments, log start %d", tp, l.NumSegments(), l.LogStartOffset())
+		}
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m3 := open(t, fs, clk)
+	if l := m3.Get(tps[0]); l.LogStartOffset() == 0 {
+		t.Fatal("log start offset not checkpointed")
+	}
+}
+
+func TestParseDirName(t *testing.T) {
+	for in, want := range map[string]TopicPartition{"a-0": {"a", 0}, "my-topic-12": {"my-topic", 12}} {
+		if got, ok := ParseDirName(in); !ok || got != want {
+			t.Fatalf("%s: %v", in, got)
+		}
+	}
+	for _, bad := range []string{"a", "a-", "-1", "a-x", "a-0.abc-delete"} {
+		if _, ok := ParseDirName(bad); ok {
+			t.Fatalf("%s parsed", bad)
+		}
+	}
+}
