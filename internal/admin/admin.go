@@ -1,0 +1,232 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// readHeaderTimeout bounds how long a client may take to send request
+// headers, so idle or slow clients cannot hold connections open.
+const readHeaderTimeout = 10 * time.Second
+
+// Config configures an Admin listener.
+type Config struct {
+	// Addr is the host:port to listen on; port 0 picks a free port.
+	Addr string
+	// Logger receives the listener's logs; default slog.Default().
+	Logger *slog.Logger
+	// Registry is served on /metrics. The Go runtime and process
+	// collectors are registered in it. If nil, a new registry is used.
+	Registry *prometheus.Registry
+}
+
+// Admin is the HTTP admin listener: health, readiness, metrics, and the
+// routes other packages add with Handle.
+type Admin struct {
+	log *slog.Logger
+	mux *http.ServeMux
+	srv *http.Server
+	// now is time.Now, replaceable in tests.
+	now  func() time.Time
+	addr string
+
+	mu struct {
+		sync.Mutex
+		ln net.Listener
+		// conditions in the order they were first set.
+		conditions []condition
+		shutdown   bool
+	}
+}
+
+type condition struct {
+	name  string
+	ready bool
+	since time.Time
+}
+
+// New returns an Admin serving /livez, /readyz and /metrics. Call Listen,
+// then Serve.
+func New(cfg Config) *Admin {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			log.Warn("admin: cannot register runtime collector", "err", err)
+		}
+	}
+	a := &Admin{
+		log:  log,
+		mux:  http.NewServeMux(),
+		now:  time.Now,
+		addr: cfg.Addr,
+	}
+	a.srv = &http.Server{
+		Handler:           a.mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	a.mux.HandleFunc("GET /livez", serveLivez)
+	a.mux.HandleFunc("GET /readyz", a.serveReadyz)
+	a.mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(reg,
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+			Registry: reg,
+		})))
+	return a
+}
+
+// Handle registers h for pattern (net/http.ServeMux syntax, e.g.
+// "GET /v1/partitions/{topic}"). It panics if pattern conflicts with a
+// registered one, as ServeMux does.
+func (a *Admin) Handle(pattern string, h http.Handler) {
+	a.mux.Handle(pattern, h)
+}
+
+// Handler returns the admin routes as one http.Handler, for tests and for
+// serving them on another server.
+func (a *Admin) Handler() http.Handler { return a.mux }
+
+// SetReady registers the readiness condition named reason (e.g. "log
+// recovery", "metadata") on first use and sets its state. /readyz answers
+// 200 only while every registered condition is ready. Safe for concurrent
+// use.
+func (a *Admin) SetReady(reason string, ready bool) {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.mu.conditions {
+		c := &a.mu.conditions[i]
+		if c.name != reason {
+			continue
+		}
+		if c.ready != ready {
+			c.ready, c.since = ready, now
+			a.log.Info("readiness changed", "condition", reason, "ready", ready)
+		}
+		return
+	}
+	a.mu.conditions = append(a.mu.conditions, condition{name: reason, ready: ready, since: now})
+	a.log.Info("readiness condition registered", "condition", reason, "ready", ready)
+}
+
+// readiness returns a copy of the conditions and whether all are ready.
+func (a *Admin) readiness() ([]condition, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	conds := append([]condition(nil), a.mu.conditions...)
+	all := true
+	for _, c := range conds {
+		all = all && c.ready
+	}
+	return conds, all
+}
+
+// Listen binds the listening socket. Addr is valid afterwards.
+func (a *Admin) Listen() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.shutdown {
+		return http.ErrServerClosed
+	}
+	if a.mu.ln != nil {
+		return fmt.Errorf("admin: already listening on %s", a.mu.ln.Addr())
+	}
+	ln, err := net.Listen("tcp", a.addr)
+	if err != nil {
+		return fmt.Errorf("admin: listen on %q: %w", a.addr, err)
+	}
+	a.mu.ln = ln
+	a.log.Info("admin listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr returns the bound address, or nil before Listen.
+func (a *Admin) Addr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.ln == nil {
+		return nil
+	}
+	return a.mu.ln.Addr()
+}
+
+// Serve serves HTTP until ctx is done or Shutdown is called; it calls
+// Listen first if needed. When ctx ends, in-flight requests are allowed to
+// finish before Serve returns. It returns nil when stopped either way.
+func (a *Admin) Serve(ctx context.Context) error {
+	ln := a.listener()
+	if ln == nil {
+		if err := a.Listen(); err != nil {
+			return err
+		}
+		ln = a.listener()
+	}
+	shutdownDone := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(shutdownDone)
+		if err := a.srv.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			a.log.Warn("admin shutdown", "err", err)
+		}
+	})
+	err := a.srv.Serve(ln)
+	if !stop() {
+		<-shutdownDone
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("admin: serve: %w", err)
+}
+
+func (a *Admin) listener() net.Listener {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mu.ln
+}
+
+// Shutdown stops accepting, lets in-flight requests finish and closes idle
+// connections. If ctx ends first, remaining connections are closed at once
+// and ctx's error is returned.
+func (a *Admin) Shutdown(ctx context.Context) error {
+	a.mu.Lock()
+	a.mu.shutdown = true
+	ln := a.mu.ln
+	a.mu.Unlock()
+	err := a.srv.Shutdown(ctx)
+	if ln != nil {
+		// Shutdown closes only listeners Serve was given; close ours in
+		// case Serve was never called.
+		ln.Close()
+	}
+	if err != nil {
+		a.srv.Close()
+		return err
+	}
+	return nil
+}
+
+func serveLivez(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write([]byte("ok"))
+}

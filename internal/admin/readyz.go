@@ -1,0 +1,72 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// readyzJSON is the ?format=json body of /readyz.
+type readyzJSON struct {
+	Ready      bool            `json:"ready"`
+	Conditions []conditionJSON `json:"conditions"`
+}
+
+type conditionJSON struct {
+	Name  string    `json:"name"`
+	Ready bool      `json:"ready"`
+	Since time.Time `json:"since"`
+}
+
+// serveReadyz answers 200 when every condition is ready and 503 otherwise,
+// listing the conditions either way.
+func (a *Admin) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	conds, ready := a.readiness()
+	status := http.StatusOK
+	if !ready {
+		status = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	switch format := r.URL.Query().Get("format"); format {
+	case "json":
+		body := readyzJSON{Ready: ready, Conditions: make([]conditionJSON, 0, len(conds))}
+		for _, c := range conds {
+			body.Conditions = append(body.Conditions, conditionJSON{Name: c.name, Ready: c.ready, Since: c.since.UTC()})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.Encode(body)
+	case "", "text":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		w.Write([]byte(readyzText(conds, ready)))
+	default:
+		http.Error(w, fmt.Sprintf("unknown format %q (want text or json)", format), http.StatusBadRequest)
+	}
+}
+
+// readyzText renders one line per condition, "[+]" ready or "[-]" not,
+// then a verdict line.
+func readyzText(conds []condition, ready bool) string {
+	var b strings.Builder
+	notReady := 0
+	for _, c := range conds {
+		mark, state := "[+]", "ready"
+		if !c.ready {
+			mark, state = "[-]", "not ready"
+			notReady++
+		}
+		fmt.Fprintf(&b, "%s%s %s since %s\n", mark, c.name, state, c.since.UTC().Format(time.RFC3339))
+	}
+	if ready {
+		b.WriteString("ready\n")
+	} else {
+		fmt.Fprintf(&b, "not ready: %d of %d conditions not ready\n", notReady, len(conds))
+	}
+	return b.String()
+}

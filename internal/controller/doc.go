@@ -1,0 +1,21 @@
+// Package controller owns the cluster metadata of a single-node Gregor:
+// topics (name, topic id, partition count, config overrides), the dynamic
+// cluster-default broker configs, and the cluster id.
+//
+// Until the etcd-raft metadata quorum exists, the metadata image is kept in
+// one JSON file, gregor-metadata.json, in the metadata log dir (the first of
+// log.dirs), rewritten atomically (temp file, fsync, rename, directory fsync)
+// on every change before the change is acknowledged. Each log dir also gets
+// Kafka's meta.properties (version 1, cluster.id, node.id, directory.id) when
+// it is formatted.
+//
+// Every mutation is validated the way Kafka's controller validates it and
+// fails with the Kafka error (kerr) a client expects: INVALID_TOPIC_EXCEPTION,
+// TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
+// INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION, ...
+//
+// Concurrency: mutations are serialised by mu; readers load the current
+// immutable *Image atomically. Listeners registered with OnChange are called
+// synchronously, in order, after each change is durable, while mu is held, so
+// they see changes one at a time and must not call back into mutations.
+package controller

@@ -1,0 +1,391 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// readBufferSize sizes the bufio.Reader in front of the socket, so that
+	// pipelined small requests cost one read syscall.
+	readBufferSize = 32 << 10
+	// retainBufferBytes is the largest frame or response buffer a
+	// connection keeps for reuse; larger ones are dropped after use, so an
+	// idle connection does not pin a 100 MiB produce buffer.
+	retainBufferBytes = 1 << 20
+	// minFrameBuffer is the smallest frame buffer allocated.
+	minFrameBuffer = 4 << 10
+)
+
+// invalidReceiveError is Kafka's InvalidReceiveException: a frame size that
+// is negative or above socket.request.max.bytes.
+type invalidReceiveError struct{ size, limit int32 }
+
+func (e *invalidReceiveError) Error() string {
+	if e.size < 0 {
+		return fmt.Sprintf("invalid receive (size = %d)", e.size)
+	}
+	return fmt.Sprintf("invalid receive (size = %d larger than %d)", e.size, e.limit)
+}
+
+// errHandlerPanicked is returned by conn.handle after a recovered panic,
+// which has already been logged.
+var errHandlerPanicked = errors.New("request handler panicked")
+
+// conn is one client connection. Its goroutine (serve) reads a frame,
+// handles it and writes the response before reading the next frame, so
+// responses leave in request order and the read and encode buffers can be
+// reused.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	info ConnInfo
+	log  *slog.Logger
+
+	br   *bufio.Reader
+	size [4]byte
+	// frame is the reused request buffer; decoded request bodies alias it
+	// until Handle returns.
+	frame []byte
+	// out is the reused response buffer.
+	out []byte
+	// probes are scratch requests, one per key, used to detect trailing
+	// bytes. They are decoded with unsafe strings into frame, so they are
+	// dropped whenever frame is replaced.
+	probes [kmsg.MaxKey + 1]kmsg.Request
+
+	mu sync.Mutex
+	// busy is true from the moment a whole frame has been read until its
+	// response is written; Shutdown closes only connections that are not
+	// busy and leaves the others to finish.
+	busy bool
+}
+
+func newConn(s *Server, id uint64, nc net.Conn) *conn {
+	info := ConnInfo{ID: id, Remote: nc.RemoteAddr(), Listener: s.cfg.Listener}
+	return &conn{
+		s:    s,
+		nc:   nc,
+		info: info,
+		log:  s.log.With("conn_id", id, "remote", info.Remote.String()),
+		br:   bufio.NewReaderSize(nc, readBufferSize),
+	}
+}
+
+func (c *conn) serve() {
+	defer c.close()
+	c.log.Debug("connection accepted")
+	for {
+		n, err := c.readFrame()
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		received := time.Now()
+		if !c.begin() {
+			return
+		}
+		keep := c.processGuarded(c.frame[:n], received)
+		if !c.end() || !keep {
+			return
+		}
+		c.trimBuffers()
+	}
+}
+
+func (c *conn) close() {
+	c.nc.Close()
+	c.s.removeConn(c)
+	c.log.Debug("connection closed")
+}
+
+// begin marks the connection busy; it returns false if the server is
+// draining, in which case the request is dropped and the connection closed.
+func (c *conn) begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.s.draining.Load() {
+		return false
+	}
+	c.busy = true
+	return true
+}
+
+// end marks the connection idle; it returns false if the server is
+// draining.
+func (c *conn) end() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy = false
+	return !c.s.draining.Load()
+}
+
+// closeIfIdle closes the socket unless a request is being handled.
+func (c *conn) closeIfIdle() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.busy {
+		c.nc.Close()
+	}
+}
+
+// readFrame reads the next request frame into c.frame and returns its size.
+// The claimed size is checked against socket.request.max.bytes before any
+// buffer is sized for it.
+func (c *conn) readFrame() (int, error) {
+	idle := c.s.cfg.ConnectionsMaxIdle
+	if idle > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+	}
+	if _, err := io.ReadFull(c.br, c.size[:]); err != nil {
+		return 0, err
+	}
+	size := int32(binary.BigEndian.Uint32(c.size[:]))
+	if limit := c.s.cfg.SocketRequestMaxBytes; size < 0 || size > limit {
+		return 0, &invalidReceiveError{size: size, limit: limit}
+	}
+	if int(size) > cap(c.frame) {
+		c.frame = make([]byte, max(int(size), minFrameBuffer))
+		c.probes = [kmsg.MaxKey + 1]kmsg.Request{}
+	}
+	if idle > 0 {
+		c.nc.SetReadDeadline(time.Now().Add(idle))
+	}
+	if _, err := io.ReadFull(c.br, c.frame[:size]); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, fmt.Errorf("reading %d-byte request frame: %w", size, err)
+	}
+	c.s.metrics.in(4 + int(size))
+	return int(size), nil
+}
+
+func (c *conn) logReadError(err error) {
+	var invalid *invalidReceiveError
+	switch {
+	case errors.As(err, &invalid):
+		c.s.metrics.error(reasonInvalidReceive)
+		c.log.Warn("closing connection: invalid request frame size",
+			"size", invalid.size, "limit", invalid.limit, "err", err)
+	case errors.Is(err, io.EOF):
+		// The client closed the connection between requests.
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Info("closing idle connection", "connections_max_idle", c.s.cfg.ConnectionsMaxIdle)
+	case errors.Is(err, net.ErrClosed) && c.s.draining.Load():
+		// Closed by Shutdown.
+	default:
+		c.log.Info("closing connection: read failed", "err", err)
+	}
+}
+
+// trimBuffers drops buffers grown past retainBufferBytes by a large request
+// or response.
+func (c *conn) trimBuffers() {
+	if cap(c.frame) > retainBufferBytes {
+		c.frame = nil
+		c.probes = [kmsg.MaxKey + 1]kmsg.Request{}
+	}
+	if cap(c.out) > retainBufferBytes {
+		c.out = nil
+	}
+}
+
+// processGuarded runs process, turning a panic in the framing code or the
+// kmsg decoders into a closed connection rather than a dead broker.
+func (c *conn) processGuarded(frame []byte, received time.Time) (keep bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.metrics.error(reasonPanic)
+			c.log.Error("panic while processing request; closing connection",
+				"panic", r, "stack", string(debug.Stack()))
+			keep = false
+		}
+	}()
+	return c.process(frame, received)
+}
+
+// process decodes one frame and dispatches it, or answers an unsupported
+// ApiVersions version itself. It returns false when the connection must be
+// closed.
+func (c *conn) process(frame []byte, received time.Time) bool {
+	key, version, ok := peekKeyVersion(frame)
+	if !ok {
+		c.s.metrics.error(reasonDecode)
+		c.log.Warn("closing connection: request header truncated", "frame_size", len(frame))
+		return false
+	}
+	body := kmsg.RequestForKey(key)
+	var minV, maxV int16
+	served := false
+	if body != nil {
+		minV, maxV, served = c.s.h.Versions(key)
+	}
+	if !served {
+		c.s.metrics.error(reasonUnknownAPIKey)
+		c.log.Warn("closing connection: unknown or disabled api key",
+			"api_key", key, "api_version", version)
+		return false
+	}
+	body.SetVersion(version)
+	hdr, rest, err := parseRequestHeader(frame, body.IsFlexible())
+	if err != nil {
+		c.s.metrics.error(reasonDecode)
+		c.log.Warn("closing connection: cannot parse request header",
+			"api", kmsg.NameForKey(key), "api_key", key, "api_version", version, "err", err)
+		return false
+	}
+	if version < minV || version > maxV || version > body.MaxVersion() {
+		c.s.metrics.error(reasonUnsupportedVersion)
+		if key == keyApiVersions {
+			return c.answerUnsupportedApiVersions(hdr, minV, maxV, received)
+		}
+		c.log.Warn("closing connection: unsupported api version",
+			"api", kmsg.NameForKey(key), "api_key", key, "api_version", version,
+			"min_version", minV, "max_version", maxV, "correlation_id", hdr.correlationID)
+		return false
+	}
+	if err := c.decode(body, rest); err != nil {
+		c.s.metrics.error(reasonDecode)
+		c.log.Warn("closing connection: cannot decode request",
+			"api", kmsg.NameForKey(key), "api_key", key, "api_version", version,
+			"correlation_id", hdr.correlationID, "body_size", len(rest), "err", err)
+		return false
+	}
+	req := &Request{
+		Key:           key,
+		Version:       version,
+		CorrelationID: hdr.correlationID,
+		ClientID:      hdr.clientID,
+		Body:          body,
+		Conn:          c.info,
+		Received:      received,
+	}
+	return c.dispatch(req)
+}
+
+// dispatch hands a decoded request to the handler and writes its response.
+// It returns false when the connection must be closed.
+func (c *conn) dispatch(req *Request) bool {
+	c.s.metrics.request(req.Key, req.Version)
+	resp, err := c.handle(req)
+	if err != nil {
+		if !errors.Is(err, errHandlerPanicked) {
+			c.s.metrics.error(reasonHandler)
+			c.log.Warn("closing connection: request handler failed",
+				"api", kmsg.NameForKey(req.Key), "api_version", req.Version,
+				"correlation_id", req.CorrelationID, "err", err)
+		}
+		return false
+	}
+	if resp == nil {
+		c.s.metrics.observe(req.Key, time.Since(req.Received))
+		return true
+	}
+	if resp.Key() != req.Key {
+		c.s.metrics.error(reasonHandler)
+		c.log.Error("closing connection: handler answered with the wrong response type",
+			"api", kmsg.NameForKey(req.Key), "response_api", kmsg.NameForKey(resp.Key()),
+			"correlation_id", req.CorrelationID)
+		return false
+	}
+	resp.SetVersion(req.Version)
+	return c.writeResponse(req.Key, req.CorrelationID, resp, req.Received)
+}
+
+// decode reads body into req and rejects bodies with bytes left over.
+func (c *conn) decode(req kmsg.Request, body []byte) error {
+	if err := req.ReadFrom(body); err != nil {
+		return err
+	}
+	if c.hasTrailingBytes(req.Key(), req.GetVersion(), body) {
+		return errors.New("request has trailing bytes after its body")
+	}
+	return nil
+}
+
+// hasTrailingBytes reports whether a body that decoded successfully holds
+// bytes past the end of the request. kmsg does not say how much it
+// consumed, so the body minus its last byte is decoded again into a scratch
+// request: that succeeds exactly when the last byte was not needed.
+func (c *conn) hasTrailingBytes(key, version int16, body []byte) bool {
+	if len(body) == 0 {
+		return false
+	}
+	p := c.probes[key]
+	if p == nil {
+		p = kmsg.RequestForKey(key)
+		c.probes[key] = p
+	}
+	p.SetVersion(version)
+	short := body[:len(body)-1]
+	if u, ok := p.(kmsg.UnsafeReadFrom); ok {
+		return u.UnsafeReadFrom(short) == nil
+	}
+	return p.ReadFrom(short) == nil
+}
+
+// handle calls the handler, recovering a panic into errHandlerPanicked.
+func (c *conn) handle(req *Request) (resp kmsg.Response, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.s.metrics.error(reasonPanic)
+			c.log.Error("panic in request handler; closing connection",
+				"api", kmsg.NameForKey(req.Key), "api_key", req.Key, "api_version", req.Version,
+				"correlation_id", req.CorrelationID, "panic", r, "stack", string(debug.Stack()))
+			resp, err = nil, errHandlerPanicked
+		}
+	}()
+	return c.s.h.Handle(c.s.base, req)
+}
+
+// answerUnsupportedApiVersions answers an ApiVersions request whose version
+// is not served the way Kafka does (KIP-511): a v0 response with
+// UNSUPPORTED_VERSION whose ApiKeys lists only ApiVersions and the version
+// range served for it, so the client can retry with a version we know. The
+// body is not parsed, as its layout is unknown.
+func (c *conn) answerUnsupportedApiVersions(hdr requestHeader, minV, maxV int16, received time.Time) bool {
+	c.log.Debug("answering unsupported ApiVersions version with v0 UNSUPPORTED_VERSION",
+		"api_version", hdr.version, "min_version", minV, "max_version", maxV)
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(0)
+	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	key := kmsg.NewApiVersionsResponseApiKey()
+	key.ApiKey = keyApiVersions
+	key.MinVersion = minV
+	key.MaxVersion = maxV
+	resp.ApiKeys = append(resp.ApiKeys, key)
+	return c.writeResponse(keyApiVersions, hdr.correlationID, resp, received)
+}
+
+// writeResponse encodes resp into the reused buffer and writes it as one
+// frame with one write.
+func (c *conn) writeResponse(key int16, correlationID int32, resp kmsg.Response, received time.Time) bool {
+	c.out = appendResponseHeader(c.out[:0], correlationID, responseHeaderV1(key, resp.IsFlexible()))
+	c.out = resp.AppendTo(c.out)
+	finishFrame(c.out)
+	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
+		c.nc.SetWriteDeadline(time.Now().Add(idle))
+	}
+	n, err := c.nc.Write(c.out)
+	c.s.metrics.out(n)
+	c.s.metrics.observe(key, time.Since(received))
+	if err != nil {
+		c.log.Info("closing connection: writing response failed",
+			"api", kmsg.NameForKey(key), "correlation_id", correlationID, "err", err)
+		return false
+	}
+	return true
+}

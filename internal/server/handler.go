@@ -1,0 +1,53 @@
+package server
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConnInfo identifies the connection a request arrived on.
+type ConnInfo struct {
+	// ID is unique among the connections of one Server, never reused.
+	ID uint64
+	// Remote is the client's address.
+	Remote net.Addr
+	// Listener is the listener name (Kafka's listener names, e.g. "PLAINTEXT").
+	Listener string
+}
+
+// Request is one decoded Kafka request.
+//
+// Body's byte slices (for example a Produce request's record batches) alias
+// the connection's read buffer, which is reused for the next request on the
+// same connection: they are valid only until Handle returns. A handler that
+// keeps such bytes beyond that must copy them. Strings are copies and may be
+// kept.
+type Request struct {
+	Key, Version  int16
+	CorrelationID int32
+	// ClientID is nil when the client sent a null client id.
+	ClientID *string
+	// Body is the decoded request, with its version set.
+	Body kmsg.Request
+	Conn ConnInfo
+	// Received is when the last byte of the request frame was read.
+	Received time.Time
+}
+
+// Handler serves decoded requests. The Server calls it from one goroutine
+// per connection, one request at a time per connection; calls for different
+// connections run concurrently.
+type Handler interface {
+	// Versions reports the version range served for key; ok=false for an
+	// unknown or unimplemented key. It must be cheap and safe for
+	// concurrent use: it is consulted for every request.
+	Versions(key int16) (min, max int16, ok bool)
+	// Handle answers req. A nil response with nil error means "send
+	// nothing" (acks=0 produce). An error closes the connection after it
+	// is logged. The response's version is set to req.Version by the
+	// Server before encoding.
+	Handle(ctx context.Context, req *Request) (kmsg.Response, error)
+}

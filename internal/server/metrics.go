@@ -1,0 +1,207 @@
+package server
+
+import (
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Reasons counted by gregor_network_request_errors_total.
+const (
+	reasonInvalidReceive     = "invalid_receive"
+	reasonUnknownAPIKey      = "unknown_api_key"
+	reasonUnsupportedVersion = "unsupported_version"
+	reasonDecode             = "decode"
+	reasonHandler            = "handler"
+	reasonPanic              = "panic"
+)
+
+// Metrics holds the listener's Prometheus collectors; the names are listed
+// in the package documentation. One Metrics may be shared by several
+// Servers (one per listener). A nil *Metrics records nothing.
+type Metrics struct {
+	requests    *prometheus.CounterVec
+	totalTime   *prometheus.HistogramVec
+	bytesIn     *prometheus.CounterVec
+	bytesOut    *prometheus.CounterVec
+	connections *prometheus.GaugeVec
+	created     *prometheus.CounterVec
+	closed      *prometheus.CounterVec
+	errors      *prometheus.CounterVec
+
+	// perAPI caches the children of requests and totalTime, so the request
+	// path does not hash label values.
+	perAPI   [kmsg.MaxKey + 1]atomic.Pointer[apiMetrics]
+	perAPIMu sync.Mutex
+}
+
+type apiMetrics struct {
+	totalTime prometheus.Observer
+	// byVersion[v] counts requests of version v; nil until first used.
+	byVersion []atomic.Pointer[prometheus.Counter]
+}
+
+// NewMetrics creates the collectors and registers them with reg (if reg is
+// not nil). It panics if registration fails, as a second registration of
+// the same names is a programming error.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_network_requestmetrics_requests_total",
+			Help: "Requests decoded and handed to the API layer, by API name and version.",
+		}, []string{"request", "version"}),
+		totalTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kafka_network_requestmetrics_total_time_seconds",
+			Help:    "Time from the last byte of a request read to the last byte of its response written, by API name.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"request"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_socket_server_metrics_incoming_byte_total",
+			Help: "Bytes of request frames read, size prefix included, by listener.",
+		}, []string{"listener"}),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_socket_server_metrics_outgoing_byte_total",
+			Help: "Bytes of response frames written, size prefix included, by listener.",
+		}, []string{"listener"}),
+		connections: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kafka_server_socket_server_metrics_connection_count",
+			Help: "Open client connections, by listener.",
+		}, []string{"listener"}),
+		created: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_socket_server_metrics_connection_creation_total",
+			Help: "Client connections accepted, by listener.",
+		}, []string{"listener"}),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kafka_server_socket_server_metrics_connection_close_total",
+			Help: "Client connections closed, by listener.",
+		}, []string{"listener"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_network_request_errors_total",
+			Help: "Requests that closed their connection instead of being answered, by listener and reason.",
+		}, []string{"listener", "reason"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.totalTime, m.bytesIn, m.bytesOut,
+			m.connections, m.created, m.closed, m.errors)
+	}
+	return m
+}
+
+func (m *Metrics) api(key int16) *apiMetrics {
+	if a := m.perAPI[key].Load(); a != nil {
+		return a
+	}
+	m.perAPIMu.Lock()
+	defer m.perAPIMu.Unlock()
+	if a := m.perAPI[key].Load(); a != nil {
+		return a
+	}
+	var maxVersion int16
+	if r := kmsg.RequestForKey(key); r != nil {
+		maxVersion = r.MaxVersion()
+	}
+	a := &apiMetrics{
+		totalTime: m.totalTime.WithLabelValues(kmsg.NameForKey(key)),
+		byVersion: make([]atomic.Pointer[prometheus.Counter], int(maxVersion)+1),
+	}
+	m.perAPI[key].Store(a)
+	return a
+}
+
+// request counts one request of key and version.
+func (m *Metrics) request(key, version int16) {
+	if m == nil || key < 0 || int(key) >= len(m.perAPI) {
+		return
+	}
+	a := m.api(key)
+	if version < 0 || int(version) >= len(a.byVersion) {
+		m.requests.WithLabelValues(kmsg.NameForKey(key), strconv.Itoa(int(version))).Inc()
+		return
+	}
+	p := a.byVersion[version].Load()
+	if p == nil {
+		c := m.requests.WithLabelValues(kmsg.NameForKey(key), strconv.Itoa(int(version)))
+		p = &c
+		a.byVersion[version].Store(p)
+	}
+	(*p).Inc()
+}
+
+// observe records the total time of a request of key.
+func (m *Metrics) observe(key int16, d time.Duration) {
+	if m == nil || key < 0 || int(key) >= len(m.perAPI) {
+		return
+	}
+	m.api(key).totalTime.Observe(d.Seconds())
+}
+
+// listenerMetrics are the per-listener children, resolved once per Server.
+type listenerMetrics struct {
+	m                                      *Metrics
+	listener                               string
+	bytesIn, bytesOut, created, closedConn prometheus.Counter
+	connections                            prometheus.Gauge
+}
+
+func (m *Metrics) forListener(listener string) *listenerMetrics {
+	if m == nil {
+		return nil
+	}
+	return &listenerMetrics{
+		m:           m,
+		listener:    listener,
+		bytesIn:     m.bytesIn.WithLabelValues(listener),
+		bytesOut:    m.bytesOut.WithLabelValues(listener),
+		created:     m.created.WithLabelValues(listener),
+		closedConn:  m.closed.WithLabelValues(listener),
+		connections: m.connections.WithLabelValues(listener),
+	}
+}
+
+func (l *listenerMetrics) in(n int) {
+	if l != nil {
+		l.bytesIn.Add(float64(n))
+	}
+}
+
+func (l *listenerMetrics) out(n int) {
+	if l != nil {
+		l.bytesOut.Add(float64(n))
+	}
+}
+
+func (l *listenerMetrics) opened() {
+	if l != nil {
+		l.created.Inc()
+		l.connections.Inc()
+	}
+}
+
+func (l *listenerMetrics) closed() {
+	if l != nil {
+		l.closedConn.Inc()
+		l.connections.Dec()
+	}
+}
+
+func (l *listenerMetrics) error(reason string) {
+	if l != nil {
+		l.m.errors.WithLabelValues(l.listener, reason).Inc()
+	}
+}
+
+func (l *listenerMetrics) request(key, version int16) {
+	if l != nil {
+		l.m.request(key, version)
+	}
+}
+
+func (l *listenerMetrics) observe(key int16, d time.Duration) {
+	if l != nil {
+		l.m.observe(key, d)
+	}
+}
