@@ -1,0 +1,248 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/logmgr"
+)
+
+// Partition is a hosted partition.
+type Partition struct {
+	TP          logmgr.TopicPartition
+	Log         *log.Log
+	TopicID     [16]byte
+	LeaderEpoch int32
+
+	mu      sync.Mutex
+	waiters []chan struct{}
+	// minISR is min.insync.replicas for the topic.
+	minISR int32
+	// syncPending coalesces background syncs for acks=0.
+	syncPending bool
+}
+
+// notify wakes every waiting fetch.
+func (p *Partition) notify() {
+	p.mu.Lock()
+	ws := p.waiters
+	p.waiters = nil
+	p.mu.Unlock()
+	for _, w := range ws {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (p *Partition) addWaiter(w chan struct{}) {
+	p.mu.Lock()
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+}
+
+func (p *Partition) removeWaiter(w chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, x := range p.waiters {
+		if x == w {
+			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+// SetMinISR updates min.insync.replicas.
+func (p *Partition) SetMinISR(n int32) {
+	p.mu.Lock()
+	p.minISR = n
+	p.mu.Unlock()
+}
+
+// Manager routes requests to partitions.
+type Manager struct {
+	logs     *logmgr.Manager
+	ackFsync bool
+	logger   *slog.Logger
+
+	mu    sync.RWMutex
+	parts map[logmgr.TopicPartition]*Partition
+}
+
+// New makes a Manager over logs.
+func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Manager{logs: logs, ackFsync: ackFsync, logger: logger, parts: make(map[logmgr.TopicPartition]*Partition)}
+}
+
+// AckFsync reports whether acknowledgements wait for fsync.
+func (m *Manager) AckFsync() bool { return m.ackFsync }
+
+// Host makes tp a hosted partition, creating its log if needed.
+func (m *Manager) Host(tp logmgr.TopicPartition, topicID [16]byte, cfg log.Config, minISR int32) (*Partition, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.parts[tp]; p != nil {
+		return p, nil
+	}
+	l, err := m.logs.GetOrCreate(tp, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR}
+	m.advanceHW(p)
+	m.parts[tp] = p
+	return p, nil
+}
+
+// Drop stops hosting tp and deletes its log.
+func (m *Manager) Drop(tp logmgr.TopicPartition) error {
+	m.mu.Lock()
+	p := m.parts[tp]
+	delete(m.parts, tp)
+	m.mu.Unlock()
+	if p != nil {
+		p.notify()
+	}
+	return m.logs.Delete(tp)
+}
+
+// Get returns a hosted partition.
+func (m *Manager) Get(tp logmgr.TopicPartition) (*Partition, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.parts[tp]
+	return p, ok
+}
+
+// Partitions returns every hosted partition.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		out = append(out, p)
+	}
+	return out
+}
+
+// advanceHW moves the high watermark to what the ISR (this broker) holds.
+func (m *Manager) advanceHW(p *Partition) {
+	target := p.Log.LogEndOffset()
+	if m.ackFsync {
+		target = p.Log.RecoveryPoint()
+	}
+	if target > p.Log.HighWatermark() {
+		p.Log.SetHighWatermark(target)
+		p.notify()
+	}
+}
+
+// Append writes a client batch to tp and waits for the acknowledgement acks
+// asks for. The error is a Kafka error (kerr) or one from record/log for the
+// caller's error table.
+func (m *Manager) Append(ctx context.Context, tp logmgr.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error) {
+	p, ok := m.Get(tp)
+	if !ok {
+		return log.AppendResult{}, kerr.UnknownTopicOrPartition
+	}
+	if acks == -1 {
+		p.mu.Lock()
+		min := p.minISR
+		p.mu.Unlock()
+		if min > 1 {
+			return log.AppendResult{}, fmt.Errorf("%w: the ISR of %s has 1 replica, min.insync.replicas is %d",
+				kerr.NotEnoughReplicas, tp, min)
+		}
+	}
+	res, err := p.Log.Append(batch, origin, p.LeaderEpoch)
+	if err != nil {
+		return res, err
+	}
+	if !m.ackFsync {
+		m.advanceHW(p)
+		if p.Log.FlushDue(time.Now()) {
+			m.syncAsync(p)
+		}
+		return res, nil
+	}
+	if acks == 0 {
+		m.syncAsync(p)
+		return res, nil
+	}
+	if err := p.Log.SyncTo(res.LastOffset + 1); err != nil {
+		m.logger.Error("fsync failed", "partition", tp, "err", err)
+		return res, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	m.advanceHW(p)
+	return res, nil
+}
+
+// syncAsync syncs p in the background, coalescing requests.
+func (m *Manager) syncAsync(p *Partition) {
+	p.mu.Lock()
+	if p.syncPending {
+		p.mu.Unlock()
+		return
+	}
+	p.syncPending = true
+	p.mu.Unlock()
+	go func() {
+		p.mu.Lock()
+		p.syncPending = false
+		p.mu.Unlock()
+		if err := p.Log.Flush(); err != nil && !errors.Is(err, log.ErrClosed) {
+			m.logger.Error("background fsync failed", "partition", p.TP, "err", err)
+			return
+		}
+		m.advanceHW(p)
+	}()
+}
+
+// Waiter lets a long-poll fetch sleep until one of its partitions' high
+// watermarks moves.
+type Waiter struct {
+	ch    chan struct{}
+	parts []*Partition
+}
+
+// NewWaiter registers a waiter on parts. Call Done when finished.
+func NewWaiter(parts []*Partition) *Waiter {
+	w := &Waiter{ch: make(chan struct{}, 1), parts: parts}
+	for _, p := range parts {
+		p.addWaiter(w.ch)
+	}
+	return w
+}
+
+// Wait returns true when woken, false on timeout or context end.
+func (w *Waiter) Wait(ctx context.Context, timer <-chan time.Time) bool {
+	select {
+	case <-w.ch:
+		for _, p := range w.parts {
+			p.addWaiter(w.ch) // re-arm: notify removed us
+		}
+		return true
+	case <-timer:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Done unregisters the waiter.
+func (w *Waiter) Done() {
+	for _, p := range w.parts {
+		p.removeWaiter(w.ch)
+	}
+}
