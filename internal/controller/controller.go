@@ -414,3 +414,21 @@ func (im *Image) SortedTopics() []*Topic {
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
+
+// ProducerIDBlockSize is how many producer ids one allocation reserves, as
+// Kafka's controller hands out blocks of 1000.
+const ProducerIDBlockSize = 1000
+
+// AllocateProducerIDBlock durably reserves the next block of producer ids
+// and returns its first id.
+func (c *Controller) AllocateProducerIDBlock() (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.Image().clone()
+	start := next.NextProducerIDBlock
+	next.NextProducerIDBlock += ProducerIDBlockSize
+	if err := c.commit(next, Change{}); err != nil {
+		return 0, err
+	}
+	return start, nil
+}

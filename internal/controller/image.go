@@ -56,6 +56,8 @@ type Image struct {
 	BrokerConfigs map[string]string `json:"broker_configs,omitempty"`
 	// Epoch counts metadata changes (used as the controller epoch / metadata version).
 	Epoch int64 `json:"epoch"`
+	// NextProducerIDBlock is the first producer id not yet handed out in a block.
+	NextProducerIDBlock int64 `json:"next_producer_id_block"`
 }
 
 // Topic returns the named topic or nil.

@@ -1,0 +1,16 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "gregor",
+		Short:         "Gregor: a Kafka-compatible streaming log broker",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(serveCmd())
+	return root
+}

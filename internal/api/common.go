@@ -1,0 +1,46 @@
+package api
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/replica"
+)
+
+// partition finds a hosted partition; a missing topic or partition is
+// UNKNOWN_TOPIC_OR_PARTITION.
+func (h *Handler) partition(topic string, p int32) (*replica.Partition, error) {
+	part, ok := h.d.Replicas.Get(logmgr.TopicPartition{Topic: topic, Partition: p})
+	if !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return part, nil
+}
+
+// topicName resolves a request's topic by id (v13+ Produce/Fetch) or name.
+// An unknown id is UNKNOWN_TOPIC_ID.
+func (h *Handler) topicName(name string, id [16]byte, byID bool) (string, error) {
+	if !byID {
+		return name, nil
+	}
+	t := h.d.Controller.Image().TopicByID(controller.TopicID(id))
+	if t == nil {
+		return "", kerr.UnknownTopicID
+	}
+	return t.Name, nil
+}
+
+// checkLeaderEpoch compares a client's current leader epoch with ours.
+func checkLeaderEpoch(p *replica.Partition, clientEpoch int32) error {
+	switch {
+	case clientEpoch < 0 || clientEpoch == p.LeaderEpoch:
+		return nil
+	case clientEpoch < p.LeaderEpoch:
+		return kerr.FencedLeaderEpoch
+	default:
+		return kerr.UnknownLeaderEpoch
+	}
+}
+
+func strp(s string) *string { return &s }

@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/config"
+	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/server"
+)
+
+// Deps is what the handlers call into. The broker package builds it.
+type Deps struct {
+	NodeID     int32
+	Controller *controller.Controller
+	Replicas   *replica.Manager
+	Logs       *logmgr.Manager
+	Sessions   *replica.SessionCache
+	// Config returns the current broker config snapshot.
+	Config func() *config.Broker
+	// Advertised is the client listener's advertised host and port.
+	Advertised func() (string, int32)
+	// ProducerIDs hands out producer ids for InitProducerId.
+	ProducerIDs func() (int64, error)
+	// EnsureTopic auto-creates a topic with broker defaults (Metadata with
+	// auto.create.topics.enable); nil disables auto-creation.
+	EnsureTopic func(name string) error
+	// Checkpoint writes log-start-offset-checkpoint after DeleteRecords.
+	Checkpoint func() error
+	Clock      clock.Clock
+	Logger     *slog.Logger
+}
+
+type handlerFunc func(ctx context.Context, h *Handler, req *server.Request) (kmsg.Response, error)
+
+type apiEntry struct {
+	min, max int16
+	fn       handlerFunc
+}
+
+var registry [kmsg.MaxKey + 1]*apiEntry
+
+// register is called from each API file's init.
+func register(key int16, min, max int16, fn handlerFunc) {
+	if registry[key] != nil {
+		panic(fmt.Sprintf("api key %d registered twice", key))
+	}
+	registry[key] = &apiEntry{min: min, max: max, fn: fn}
+}
+
+// Handler implements server.Handler.
+type Handler struct {
+	d Deps
+}
+
+// New returns the request handler.
+func New(d Deps) *Handler {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.Clock == nil {
+		d.Clock = clock.Real{}
+	}
+	return &Handler{d: d}
+}
+
+// Versions reports the served range of key.
+func (h *Handler) Versions(key int16) (int16, int16, bool) {
+	if key < 0 || int(key) >= len(registry) || registry[key] == nil {
+		return 0, 0, false
+	}
+	e := registry[key]
+	return e.min, e.max, true
+}
+
+// Handle dispatches to the API's handler.
+func (h *Handler) Handle(ctx context.Context, req *server.Request) (kmsg.Response, error) {
+	e := registry[req.Key]
+	if e == nil {
+		return nil, fmt.Errorf("api key %d not served", req.Key)
+	}
+	return e.fn(ctx, h, req)
+}
+
+// SupportedKeys lists every served key with its range (for ApiVersions and tools).
+func SupportedKeys() []kmsg.ApiVersionsResponseApiKey {
+	var out []kmsg.ApiVersionsResponseApiKey
+	for k, e := range registry {
+		if e != nil {
+			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(k), MinVersion: e.min, MaxVersion: e.max})
+		}
+	}
+	return out
+}

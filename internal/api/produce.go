@@ -1,0 +1,99 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/server"
+)
+
+// Produce, versions 3-13 (Kafka 4.2; v0-v2 were removed in Kafka 4.0).
+// acks 0, 1 and -1 (all). Each partition's records must be exactly one v2
+// batch. v13 names topics by id. Record-level errors (v8+) are returned for
+// INVALID_RECORD and INVALID_TIMESTAMP, as Kafka does. Transactional
+// batches are refused until the transaction coordinator exists.
+// With acks=0 no response is sent; if any partition failed, the connection
+// is closed so the client notices, as Kafka does.
+func init() { register(kmsg.Produce.Int16(), 3, 13, handleProduce) }
+
+func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	byID := req.Version >= 13
+	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	var failed error
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		name, terr := h.topicName(rt.Topic, rt.TopicID, byID)
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
+			var err error
+			switch {
+			case !acksOK:
+				err = kerr.InvalidRequiredAcks
+			case terr != nil:
+				err = terr
+			case h.d.Controller.Image().Topic(name) != nil && h.d.Controller.Image().Topic(name).Internal:
+				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, name)
+			default:
+				err = h.produceOne(ctx, req, name, rp.Partition, rp.Records, &sp)
+			}
+			if err != nil {
+				failed = err
+				ke := kafkaError(h.d.Logger, err)
+				sp.ErrorCode = ke.Code
+				if req.Version >= 8 && err != ke {
+					sp.ErrorMessage = errMessage(err)
+				}
+				if re, ok := record.IsRecordError(err); ok && req.Version >= 8 {
+					er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+					er.RelativeOffset = int32(re.Index)
+					er.ErrorMessage = strp(re.Msg)
+					sp.ErrorRecords = append(sp.ErrorRecords, er)
+				}
+				h.d.Logger.Debug("produce rejected", "topic", name, "partition", rp.Partition,
+					"client", r.ClientID, "remote", r.Conn.Remote, "err", err)
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if req.Acks == 0 {
+		if failed != nil {
+			return nil, fmt.Errorf("acks=0 produce failed, closing the connection: %w", failed)
+		}
+		return nil, nil
+	}
+	return resp, nil
+}
+
+func (h *Handler) produceOne(ctx context.Context, req *kmsg.ProduceRequest, topic string, partition int32,
+	records []byte, sp *kmsg.ProduceResponseTopicPartition) error {
+	p, err := h.partition(topic, partition)
+	if err != nil {
+		return err
+	}
+	if len(records) >= record.HeaderSize {
+		if hdr, err := record.ParseHeader(records); err == nil && hdr.Transactional() {
+			return fmt.Errorf("%w: transactions are not supported yet", kerr.TransactionalIDAuthorizationFailed)
+		}
+	}
+	res, err := h.d.Replicas.Append(ctx, logmgr.TopicPartition{Topic: topic, Partition: partition}, records, req.Acks, log.OriginClient)
+	if err != nil {
+		sp.LogStartOffset = p.Log.LogStartOffset()
+		return err
+	}
+	sp.BaseOffset = res.BaseOffset
+	sp.LogAppendTime = res.LogAppendTime
+	sp.LogStartOffset = res.LogStartOffset
+	return nil
+}

@@ -1,0 +1,17 @@
+// Package broker is the composition root: it builds every subsystem from the
+// broker configuration and starts and stops them in order.
+//
+// Start: configuration → controller (metadata image; formats new log dirs)
+// → log manager (loads and recovers every partition log; /readyz "log
+// recovery") → replica manager hosting every partition of every topic →
+// request handler → Kafka listener → admin HTTP listener → background jobs.
+//
+// Shutdown (SIGTERM/SIGINT in gregor serve): stop accepting connections and
+// let in-flight requests finish, stop the admin listener, then close the log
+// manager, which flushes every log, writes the checkpoint files and the
+// clean-shutdown marker.
+//
+// Configuration changes arrive as controller changes and are applied here:
+// new topics and partitions are hosted, deleted ones dropped, topic and
+// cluster-default config changes re-resolved into each log's configuration.
+package broker

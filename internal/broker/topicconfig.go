@@ -1,0 +1,29 @@
+package broker
+
+import (
+	"github.com/gregor-broker/gregor/internal/config"
+	"github.com/gregor-broker/gregor/internal/log"
+)
+
+// LogConfig turns a resolved topic config into the log's configuration.
+func LogConfig(t config.Topic) log.Config {
+	return log.Config{
+		SegmentBytes:       t.SegmentBytes,
+		SegmentMs:          t.MaxSegmentMs(),
+		SegmentJitterMs:    t.SegmentJitterMs,
+		SegmentIndexBytes:  t.SegmentIndexBytes,
+		IndexIntervalBytes: t.IndexIntervalBytes,
+		MaxMessageBytes:    t.MaxMessageBytes,
+		LogAppendTime:      t.MessageTimestampType == "LogAppendTime",
+		TimestampBeforeMs:  t.MessageTimestampBeforeMaxMs,
+		TimestampAfterMs:   t.MessageTimestampAfterMaxMs,
+		Compact:            t.CleanupPolicyCompact,
+		Delete:             t.CleanupPolicyDelete,
+		RetentionMs:        t.RetentionMs,
+		RetentionBytes:     t.RetentionBytes,
+		FileDeleteDelayMs:  t.FileDeleteDelayMs,
+		FlushMessages:      t.FlushMessages,
+		FlushMs:            t.FlushMs,
+		Preallocate:        t.Preallocate,
+	}
+}
