@@ -181,3 +181,16 @@ func (l *Log) MaxTimestampOffset() (TimestampOffset, bool, error) {
 	}
 	return l.recordAtOrAfter(best, &bp, func(rts int64) bool { return rts == bestTS }, l.logStart.Load())
 }
+
+// EpochForOffset is the leader epoch of the record at offset, from the
+// leader-epoch cache (-1 when unknown).
+func (l *Log) EpochForOffset(offset int64) int32 {
+	epoch := int32(-1)
+	for _, e := range l.epochs.snapshot() {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
+}
