@@ -11,6 +11,6 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd())
+	root.AddCommand(serveCmd(), benchCmd())
 	return root
 }

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// benchResult is the JSON summary of a bench run.
+type benchResult struct {
+	Mode         string  `json:"mode"`
+	Topic        string  `json:"topic"`
+	Partitions   int32   `json:"partitions"`
+	RecordSize   int     `json:"record_size"`
+	Records      int64   `json:"records"`
+	Bytes        int64   `json:"bytes"`
+	Seconds      float64 `json:"seconds"`
+	RecordsPerS  float64 `json:"records_per_sec"`
+	MiBPerS      float64 `json:"mib_per_sec"`
+	Errors       int64   `json:"errors"`
+	LatencyP50Ms float64 `json:"latency_p50_ms,omitempty"`
+	LatencyP99Ms float64 `json:"latency_p99_ms,omitempty"`
+	LatencyP999  float64 `json:"latency_p999_ms,omitempty"`
+	LatencyMaxMs float64 `json:"latency_max_ms,omitempty"`
+}
+
+func benchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Load generator: produce or consume against a running broker"}
+	cmd.AddCommand(benchProduceCmd(), benchConsumeCmd())
+	return cmd
+}
+
+type benchFlags struct {
+	brokers    string
+	topic      string
+	partitions int32
+	output     string
+}
+
+func (f *benchFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.brokers, "brokers", "b", envOr("GREGOR_BROKERS", "127.0.0.1:9092"), "bootstrap brokers (GREGOR_BROKERS)")
+	cmd.Flags().StringVarP(&f.topic, "topic", "t", "gregor-bench", "topic")
+	cmd.Flags().Int32VarP(&f.partitions, "partitions", "p", 1, "partitions when the topic is created")
+	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "table or json")
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+func benchProduceCmd() *cobra.Command {
+	var f benchFlags
+	var (
+		size        int
+		records     int64
+		duration    time.Duration
+		rate        int
+		acks        string
+		compression string
+		lingerMs    int
+	)
+	cmd := &cobra.Command{
+		Use:   "produce",
+		Short: "Produce records as fast as allowed and report throughput and latency percentiles",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.DefaultProduceTopic(f.topic),
+				kgo.ProducerLinger(time.Duration(lingerMs) * time.Millisecond), kgo.MaxBufferedRecords(1 << 16)}
+			switch acks {
+			case "all", "-1":
+				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+			case "1":
+				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+			case "0":
+				opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+			default:
+				return fmt.Errorf("--acks %q: want all, 1 or 0", acks)
+			}
+			codec, err := parseCodec(compression)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, kgo.ProducerBatchCompression(codec))
+			cl, err := kgo.NewClient(opts...)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, stop := context.WithCancel(cmd.Context())
+			defer stop()
+			if err := ensureBenchTopic(ctx, cl, f.topic, f.partitions); err != nil {
+				return err
+			}
+			res, err := runProduce(ctx, cl, size, records, duration, rate, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			res.Topic, res.Partitions = f.topic, f.partitions
+			return printBench(cmd.OutOrStdout(), f.output, res)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&size, "record-size", 1024, "value bytes per record")
+	cmd.Flags().Int64VarP(&records, "records", "n", 0, "records to produce (0: run for --duration)")
+	cmd.Flags().DurationVarP(&duration, "duration", "d", 10*time.Second, "how long to run when --records is 0")
+	cmd.Flags().IntVar(&rate, "rate", 0, "records per second (0: unlimited)")
+	cmd.Flags().StringVar(&acks, "acks", "all", "all, 1 or 0")
+	cmd.Flags().StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	cmd.Flags().IntVar(&lingerMs, "linger-ms", 0, "producer linger")
+	return cmd
+}
+
+func parseCodec(s string) (kgo.CompressionCodec, error) {
+	switch s {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)
+}
+
+func ensureBenchTopic(ctx context.Context, cl *kgo.Client, topic string, partitions int32) error {
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+func runProduce(ctx context.Context, cl *kgo.Client, size int, records int64, duration time.Duration, rate int, progress io.Writer) (benchResult, error) {
+	value := make([]byte, size)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	var (
+		acked, errs atomic.Int64
+		latMu       sync.Mutex
+		lat         = make([]int64, 0, 1<<20)
+		wg          sync.WaitGroup
+		firstErr    atomic.Value
+	)
+	start := time.Now()
+	deadline := start.Add(duration)
+	stopProgress := startProgress(progress, start, func() (int64, int64) { n := acked.Load(); return n, n * int64(size) })
+	var interval time.Duration
+	if rate > 0 {
+		interval = time.Second / time.Duration(rate)
+	}
+	for i := int64(0); records == 0 || i < records; i++ {
+		if records == 0 && time.Now().After(deadline) {
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if interval > 0 {
+			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		sent := time.Now()
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				if errs.Add(1) == 1 {
+					firstErr.Store(err)
+				}
+				return
+			}
+			d := time.Since(sent)
+			acked.Add(1)
+			latMu.Lock()
+			lat = append(lat, int64(d))
+			latMu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	stopProgress()
+	res := benchResult{Mode: "produce", RecordSize: size, Records: acked.Load(), Bytes: acked.Load() * int64(size),
+		Seconds: elapsed, Errors: errs.Load()}
+	res.RecordsPerS = float64(res.Records) / elapsed
+	res.MiBPerS = float64(res.Bytes) / elapsed / (1 << 20)
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
+	}
+	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyP999 = pct(0.50), pct(0.99), pct(0.999)
+	if len(lat) > 0 {
+		res.LatencyMaxMs = float64(lat[len(lat)-1]) / 1e6
+	}
+	if e, ok := firstErr.Load().(error); ok {
+		fmt.Fprintf(progress, "first produce error: %v\n", e)
+	}
+	return res, nil
+}
+
+func benchConsumeCmd() *cobra.Command {
+	var f benchFlags
+	var records int64
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "consume",
+		Short: "Consume a topic from the start to its current end and report throughput",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			seeds := strings.Split(f.brokers, ",")
+			admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+			if err != nil {
+				return err
+			}
+			ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, f.topic)
+			admCl.Close()
+			if err != nil {
+				return err
+			}
+			var target int64
+			ends.Each(func(o kadm.ListedOffset) { target += o.Offset })
+			if records > 0 && records < target {
+				target = records
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(f.topic),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			var n, bytes atomic.Int64
+			start := time.Now()
+			stop := startProgress(cmd.ErrOrStderr(), start, func() (int64, int64) { return n.Load(), bytes.Load() })
+			size := 0
+			for n.Load() < target {
+				fs := cl.PollFetches(ctx)
+				if ctx.Err() != nil {
+					break
+				}
+				fs.EachError(func(t string, p int32, err error) {
+					fmt.Fprintf(cmd.ErrOrStderr(), "fetch %s/%d: %v\n", t, p, err)
+				})
+				fs.EachRecord(func(r *kgo.Record) {
+					n.Add(1)
+					bytes.Add(int64(len(r.Value) + len(r.Key)))
+					size = len(r.Value)
+				})
+			}
+			elapsed := time.Since(start).Seconds()
+			stop()
+			res := benchResult{Mode: "consume", Topic: f.topic, RecordSize: size, Records: n.Load(), Bytes: bytes.Load(), Seconds: elapsed}
+			res.RecordsPerS = float64(res.Records) / elapsed
+			res.MiBPerS = float64(res.Bytes) / elapsed / (1 << 20)
+			return printBench(cmd.OutOrStdout(), f.output, res)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().Int64VarP(&records, "records", "n", 0, "stop after this many records (0: the topic's end at start)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
+	return cmd
+}
+
+// startProgress prints a live progress line on a terminal every second.
+func startProgress(w io.Writer, start time.Time, read func() (int64, int64)) func() {
+	f, ok := w.(*os.File)
+	if !ok {
+		return func() {}
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				n, b := read()
+				s := time.Since(start).Seconds()
+				fmt.Fprintf(w, "\r\033[K%8.1fs %12d records %10.1f rec/s %8.1f MiB/s", s, n, float64(n)/s, float64(b)/s/(1<<20))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func printBench(w io.Writer, format string, r benchResult) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	fmt.Fprintf(w, "%s %s: %d records (%d B each) in %.2fs: %.0f records/s, %.2f MiB/s, %d errors\n",
+		r.Mode, r.Topic, r.Records, r.RecordSize, r.Seconds, r.RecordsPerS, r.MiBPerS, r.Errors)
+	if r.Mode == "produce" {
+		fmt.Fprintf(w, "latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n", r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyP999, r.LatencyMaxMs)
+	}
+	return nil
+}
