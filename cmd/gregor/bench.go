@@ -81,7 +81,8 @@ func benchProduceCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.DefaultProduceTopic(f.topic),
-				kgo.ProducerLinger(time.Duration(lingerMs) * time.Millisecond), kgo.MaxBufferedRecords(1 << 16)}
+				kgo.ProducerLinger(time.Duration(lingerMs) * time.Millisecond), kgo.MaxBufferedRecords(1 << 16),
+				kgo.AllowAutoTopicCreation()}
 			switch acks {
 			case "all", "-1":
 				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
@@ -149,7 +150,8 @@ func ensureBenchTopic(ctx context.Context, cl *kgo.Client, topic string, partiti
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("create topic %s: %w", topic, err)
+		// The broker may still auto-create it on first produce.
+		fmt.Fprintf(os.Stderr, "warning: could not create topic %s (%v); relying on auto-creation\n", topic, err)
 	}
 	return nil
 }
