@@ -6,6 +6,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/server"
 )
 
 // partition finds a hosted partition; a missing topic or partition is
@@ -44,3 +45,11 @@ func checkLeaderEpoch(p *replica.Partition, clientEpoch int32) error {
 }
 
 func strp(s string) *string { return &s }
+
+// clientID is the request's client id ("" when null), for log lines.
+func clientID(r *server.Request) string {
+	if r.ClientID == nil {
+		return ""
+	}
+	return *r.ClientID
+}

@@ -113,10 +113,12 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 	}()
 	for {
 		out, bytes, anyErr := h.readFetch(req, parts)
-		done := bytes >= int(req.MinBytes) || anyErr || maxWait <= 0 || len(hosted) == 0 || !time.Now().Before(deadline)
+		done := bytes >= int(req.MinBytes) || anyErr || maxWait <= 0 || len(hosted) == 0 ||
+			!time.Now().Before(deadline) || h.d.Replicas.Closing()
 		if done {
 			h.finishFetch(resp, req, parts, out, incremental)
-			if session != nil {
+			if incremental {
+				// A new session already expects epoch 1 (KIP-227).
 				session.Epoch++
 			}
 			return resp, nil

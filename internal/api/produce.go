@@ -61,7 +61,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 					sp.ErrorRecords = append(sp.ErrorRecords, er)
 				}
 				h.d.Logger.Debug("produce rejected", "topic", name, "partition", rp.Partition,
-					"client", r.ClientID, "remote", r.Conn.Remote, "err", err)
+					"client", clientID(r), "remote", r.Conn.Remote, "err", err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}

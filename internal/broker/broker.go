@@ -247,6 +247,9 @@ func (b *Broker) Run(ctx context.Context) error {
 func (b *Broker) Shutdown(ctx context.Context) error {
 	b.shutdownOnce.Do(func() {
 		var errs []error
+		if b.replicas != nil {
+			b.replicas.BeginShutdown()
+		}
 		if b.srv != nil {
 			if err := b.srv.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("kafka listener: %w", err))
@@ -324,6 +327,9 @@ func (b *Broker) reconfigureTopic(t *controller.Topic) {
 func (b *Broker) applyBrokerConfigs(im *controller.Image) error {
 	next, err := b.static.WithDynamic(im.BrokerConfigs)
 	if err != nil {
+		return err
+	}
+	if next, err = next.WithDynamicPerBroker(im.NodeConfigs); err != nil {
 		return err
 	}
 	b.cfg.Store(next)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -75,7 +76,21 @@ type Manager struct {
 
 	mu    sync.RWMutex
 	parts map[logmgr.TopicPartition]*Partition
+
+	closing atomic.Bool
 }
+
+// BeginShutdown wakes every waiting fetch and makes new ones answer at once,
+// so a broker shutdown does not wait out long polls.
+func (m *Manager) BeginShutdown() {
+	m.closing.Store(true)
+	for _, p := range m.Partitions() {
+		p.notify()
+	}
+}
+
+// Closing reports whether the broker is shutting down.
+func (m *Manager) Closing() bool { return m.closing.Load() }
 
 // New makes a Manager over logs.
 func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
