@@ -180,3 +180,35 @@ func finishBrokerEntry(e Entry, syns []Synonym) Entry {
 	}
 	return e
 }
+
+// EffectiveTopic returns the configs a topic with the given overrides would
+// have, as CreateTopics (v5+) reports them for a new topic (Kafka's
+// KafkaConfigSchema.resolveEffectiveTopicConfigs): every topic config sorted
+// by name, with its effective value and the layer it comes from, and no
+// synonyms. Unlike DescribeTopic there is no synonym quirk: a retention set
+// by log.retention.hours in server.properties is STATIC_BROKER_CONFIG here.
+// Sensitive values are nil. The overrides are expected to be valid.
+func EffectiveTopic(b *Broker, overrides map[string]string) []Entry {
+	var out []Entry
+	for _, d := range topicReg.defs {
+		raw, set := overrides[d.Name]
+		if d.Internal && !set {
+			continue
+		}
+		e := Entry{Name: d.Name, Type: d.Type, Doc: d.Doc, Sensitive: d.Sensitive, Source: SourceDefault}
+		v, src, err := topicValue(b, d, overrides)
+		switch {
+		case err != nil:
+			e.Value, e.Source = strPtr(raw), SourceDynamicTopic
+		case v != nil:
+			e.Value, e.Source = strPtr(format(v)), src
+		default:
+			e.Source = src
+		}
+		if d.Sensitive {
+			e.Value = nil
+		}
+		out = append(out, e)
+	}
+	return out
+}

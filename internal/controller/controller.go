@@ -169,24 +169,46 @@ func (c *Controller) commit(next *Image, ch Change) error {
 	return nil
 }
 
-// ValidateTopicName applies Kafka's topic name rules.
+// ValidateTopicName applies Kafka's topic name rules (Topic.validate), with
+// Kafka's wording.
 func ValidateTopicName(name string) error {
+	var reason string
 	switch {
 	case name == "":
-		return fmt.Errorf("%w: Topic name is illegal, it can't be empty", kerr.InvalidTopicException)
-	case name == "." || name == "..":
-		return fmt.Errorf("%w: Topic name cannot be \".\" or \"..\"", kerr.InvalidTopicException)
+		reason = "the empty string is not allowed"
+	case name == ".":
+		reason = "'.' is not allowed"
+	case name == "..":
+		reason = "'..' is not allowed"
 	case len(name) > MaxTopicNameLength:
-		return fmt.Errorf("%w: Topic name is illegal, it can't be longer than %d characters, topic name: %s",
-			kerr.InvalidTopicException, MaxTopicNameLength, name)
-	}
-	for _, r := range name {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return fmt.Errorf("%w: Topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'",
-				kerr.InvalidTopicException, name)
+		reason = fmt.Sprintf("the length of '%s' is longer than the max allowed length %d", name, MaxTopicNameLength)
+	default:
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+				reason = fmt.Sprintf("'%s' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'", name)
+				break
+			}
 		}
 	}
+	if reason != "" {
+		return fmt.Errorf("%w: Topic name is invalid: %s", kerr.InvalidTopicException, reason)
+	}
 	return nil
+}
+
+// Kafka's internal topics: they are marked internal whoever creates them
+// (Kafka's Topic.isInternal), so clients cannot produce to them.
+// ClusterMetadataTopic is never created through the API.
+const (
+	GroupMetadataTopic    = "__consumer_offsets"
+	TransactionStateTopic = "__transaction_state"
+	ShareGroupStateTopic  = "__share_group_state"
+	ClusterMetadataTopic  = "__cluster_metadata"
+)
+
+// IsInternalTopic reports whether name is one of Kafka's internal topics.
+func IsInternalTopic(name string) bool {
+	return name == GroupMetadataTopic || name == TransactionStateTopic || name == ShareGroupStateTopic
 }
 
 func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
@@ -196,13 +218,28 @@ type CreateTopicRequest struct {
 	Name              string
 	NumPartitions     int32 // -1: num.partitions
 	ReplicationFactor int16 // -1: default.replication.factor
-	Assignment        map[int32][]int32
-	Configs           map[string]string
-	Internal          bool
+	// Assignment is the manual assignment in request order; when it is
+	// given, NumPartitions and ReplicationFactor must both be -1.
+	Assignment []ReplicaAssignment
+	Configs    map[string]string
+	// NullConfigs names configs the request gave a null value; Kafka
+	// refuses those with INVALID_CONFIG.
+	NullConfigs []string
+	// Internal marks the topic internal; Kafka's internal topic names are
+	// internal whatever this says.
+	Internal bool
+}
+
+// ReplicaAssignment places one partition on brokers.
+type ReplicaAssignment struct {
+	Partition int32
+	Replicas  []int32
 }
 
 // CreateTopic validates and (unless validateOnly) creates a topic. It returns
-// the topic as created (or as it would be).
+// the topic as created (or as it would be; a validate-only topic gets a fresh
+// id too, as in Kafka). The checks run in the order Kafka's controller runs
+// them, so a request with several problems gets the error Kafka would give.
 func (c *Controller) CreateTopic(req CreateTopicRequest, validateOnly bool) (*Topic, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -214,46 +251,26 @@ func (c *Controller) CreateTopic(req CreateTopicRequest, validateOnly bool) (*To
 	if im.Topics[req.Name] != nil {
 		return nil, fmt.Errorf("%w: Topic '%s' already exists.", kerr.TopicAlreadyExists, req.Name)
 	}
-	for n := range im.Topics {
+	for _, n := range im.TopicNames() {
 		if collisionKey(n) == collisionKey(req.Name) {
 			return nil, fmt.Errorf("%w: Topic '%s' collides with existing topic: %s", kerr.InvalidTopicException, req.Name, n)
 		}
 	}
-	parts := req.NumPartitions
-	if len(req.Assignment) > 0 {
-		if parts != -1 || req.ReplicationFactor != -1 {
-			return nil, fmt.Errorf("%w: Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.", kerr.InvalidRequest)
-		}
-		if err := c.checkAssignment(req.Assignment); err != nil {
-			return nil, err
-		}
-		parts = int32(len(req.Assignment))
-	} else {
-		if parts == -1 {
-			parts = b.Int("num.partitions")
-		}
-		if parts <= 0 {
-			return nil, fmt.Errorf("%w: Number of partitions was set to an invalid non-positive value.", kerr.InvalidPartitions)
-		}
-		rf := req.ReplicationFactor
-		if rf == -1 {
-			rf = int16(b.Int("default.replication.factor"))
-		}
-		if rf <= 0 {
-			return nil, fmt.Errorf("%w: Replication factor must be larger than 0, or -1 to use the default value.", kerr.InvalidReplicationFactor)
-		}
-		if rf > 1 {
-			return nil, fmt.Errorf("%w: Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only 1 broker(s) are registered.",
-				kerr.InvalidReplicationFactor, rf, rf)
-		}
-	}
-	if parts > MaxPartitionsPerRequest {
-		return nil, fmt.Errorf("%w: %d partitions exceed the %d a single request may create", kerr.InvalidPartitions, parts, MaxPartitionsPerRequest)
+	if len(req.NullConfigs) > 0 {
+		return nil, fmt.Errorf("%w: Null value not supported for topic configs: %s", kerr.InvalidConfig, strings.Join(req.NullConfigs, ","))
 	}
 	if _, err := config.ResolveTopic(b, req.Configs); err != nil {
 		return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 	}
-	t := &Topic{Name: req.Name, ID: NewTopicID(), Partitions: parts, Configs: cloneMap(req.Configs), Internal: req.Internal}
+	parts, err := c.partitionCount(req, b)
+	if err != nil {
+		return nil, err
+	}
+	if parts > MaxPartitionsPerRequest {
+		return nil, fmt.Errorf("%w: %d partitions exceed the %d a single request may create", kerr.InvalidPartitions, parts, MaxPartitionsPerRequest)
+	}
+	t := &Topic{Name: req.Name, ID: NewTopicID(), Partitions: parts, Configs: cloneMap(req.Configs),
+		Internal: req.Internal || IsInternalTopic(req.Name)}
 	if validateOnly {
 		return t, nil
 	}
@@ -266,23 +283,85 @@ func (c *Controller) CreateTopic(req CreateTopicRequest, validateOnly bool) (*To
 	return t, nil
 }
 
-func (c *Controller) checkAssignment(a map[int32][]int32) error {
-	n := int32(len(a))
-	for p, replicas := range a {
-		if p < 0 || p >= n {
-			return fmt.Errorf("%w: Partitions should be 0-based and consecutive; got partition %d of %d", kerr.InvalidReplicaAssignment, p, n)
+// partitionCount checks the partition count, replication factor or manual
+// assignment of a new topic and returns how many partitions it gets.
+func (c *Controller) partitionCount(req CreateTopicRequest, b *config.Broker) (int32, error) {
+	if len(req.Assignment) > 0 {
+		if req.ReplicationFactor != -1 {
+			return 0, fmt.Errorf("%w: A manual partition assignment was specified, but replication factor was not set to -1.", kerr.InvalidRequest)
 		}
-		if len(replicas) == 0 {
-			return fmt.Errorf("%w: partition %d has no replicas", kerr.InvalidReplicaAssignment, p)
+		if req.NumPartitions != -1 {
+			return 0, fmt.Errorf("%w: A manual partition assignment was specified, but numPartitions was not set to -1.", kerr.InvalidRequest)
 		}
-		for _, r := range replicas {
-			if r != c.o.NodeID {
-				return fmt.Errorf("%w: The manual partition assignment includes broker %d, but no such broker is registered.", kerr.InvalidReplicaAssignment, r)
+		seen := make(map[int32]bool, len(req.Assignment))
+		rf := -1
+		for _, a := range req.Assignment {
+			if seen[a.Partition] {
+				return 0, fmt.Errorf("%w: Found multiple manual partition assignments for partition %d", kerr.InvalidReplicaAssignment, a.Partition)
+			}
+			seen[a.Partition] = true
+			if err := c.checkReplicas(a.Replicas, rf); err != nil {
+				return 0, err
+			}
+			rf = len(a.Replicas)
+		}
+		for p := int32(0); p < int32(len(seen)); p++ {
+			if !seen[p] {
+				return 0, fmt.Errorf("%w: partitions should be a consecutive 0-based integer sequence", kerr.InvalidReplicaAssignment)
 			}
 		}
-		if len(replicas) > 1 {
-			return fmt.Errorf("%w: partition %d assigned to %d replicas, only 1 broker is registered", kerr.InvalidReplicationFactor, p, len(replicas))
+		return int32(len(seen)), nil
+	}
+	if req.ReplicationFactor < -1 || req.ReplicationFactor == 0 {
+		return 0, fmt.Errorf("%w: Replication factor must be larger than 0, or -1 to use the default value.", kerr.InvalidReplicationFactor)
+	}
+	if req.NumPartitions < -1 || req.NumPartitions == 0 {
+		return 0, fmt.Errorf("%w: Number of partitions was set to an invalid non-positive value.", kerr.InvalidPartitions)
+	}
+	parts := req.NumPartitions
+	if parts == -1 {
+		parts = b.Int("num.partitions")
+	}
+	rf := req.ReplicationFactor
+	if rf == -1 {
+		rf = int16(b.Int("default.replication.factor"))
+	}
+	if err := c.place(rf); err != nil {
+		return 0, err
+	}
+	return parts, nil
+}
+
+// place is Kafka's replica placer on a one-broker cluster: any replication
+// factor above the number of registered brokers cannot be reached.
+func (c *Controller) place(rf int16) error {
+	const registered = 1
+	if rf > registered {
+		return fmt.Errorf("%w: Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.",
+			kerr.InvalidReplicationFactor, rf, rf, registered)
+	}
+	return nil
+}
+
+// checkReplicas is Kafka's validateManualPartitionAssignment: a non-empty
+// list of distinct registered brokers, as many as rf when rf >= 0.
+func (c *Controller) checkReplicas(replicas []int32, rf int) error {
+	if len(replicas) == 0 {
+		return fmt.Errorf("%w: The manual partition assignment includes an empty replica list.", kerr.InvalidReplicaAssignment)
+	}
+	sorted := append([]int32(nil), replicas...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	for i, id := range sorted {
+		if id != c.o.NodeID {
+			return fmt.Errorf("%w: The manual partition assignment includes broker %d, but no such broker is registered.", kerr.InvalidReplicaAssignment, id)
 		}
+		if i > 0 && sorted[i-1] == id {
+			return fmt.Errorf("%w: The manual partition assignment includes the broker %d more than once.", kerr.InvalidReplicaAssignment, id)
+		}
+	}
+	if rf >= 0 && len(sorted) != rf {
+		return fmt.Errorf("%w: The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).",
+			kerr.InvalidReplicaAssignment, len(sorted), rf)
 	}
 	return nil
 }
@@ -316,33 +395,33 @@ func (c *Controller) DeleteTopic(name string, id TopicID) (*Topic, error) {
 	return t, nil
 }
 
-// CreatePartitions grows a topic to count partitions.
+// CreatePartitions grows a topic to count partitions. assignment, when not
+// nil, places each new partition (one entry per new partition).
 func (c *Controller) CreatePartitions(name string, count int32, assignment [][]int32, validateOnly bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	im := c.Image()
 	t := im.Topics[name]
 	if t == nil {
-		return fmt.Errorf("%w: This server does not host this topic-partition.", kerr.UnknownTopicOrPartition)
+		return kerr.UnknownTopicOrPartition
 	}
 	switch {
-	case count < t.Partitions:
-		return fmt.Errorf("%w: The topic %s currently has %d partition(s); %d would not be an increase.", kerr.InvalidPartitions, name, t.Partitions, count)
 	case count == t.Partitions:
 		return fmt.Errorf("%w: Topic already has %d partition(s).", kerr.InvalidPartitions, t.Partitions)
-	case count-t.Partitions > MaxPartitionsPerRequest:
-		return fmt.Errorf("%w: %d new partitions exceed the %d a single request may create", kerr.InvalidPartitions, count-t.Partitions, MaxPartitionsPerRequest)
+	case count < t.Partitions:
+		return fmt.Errorf("%w: The topic %s currently has %d partition(s); %d would not be an increase.", kerr.InvalidPartitions, name, t.Partitions, count)
 	}
-	if assignment != nil {
-		if int32(len(assignment)) != count-t.Partitions {
-			return fmt.Errorf("%w: Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
-				kerr.InvalidReplicaAssignment, count-t.Partitions, len(assignment))
-		}
-		a := map[int32][]int32{}
-		for i, r := range assignment {
-			a[int32(i)] = r
-		}
-		if err := c.checkAssignment(a); err != nil {
+	additional := count - t.Partitions
+	if assignment != nil && int32(len(assignment)) != additional {
+		return fmt.Errorf("%w: Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
+			kerr.InvalidReplicaAssignment, additional, len(assignment))
+	}
+	if additional > MaxPartitionsPerRequest {
+		return fmt.Errorf("%w: %d new partitions exceed the %d a single request may create", kerr.InvalidPartitions, additional, MaxPartitionsPerRequest)
+	}
+	// Every partition of a single-node topic has one replica.
+	for _, replicas := range assignment {
+		if err := c.checkReplicas(replicas, 1); err != nil {
 			return err
 		}
 	}
@@ -360,18 +439,40 @@ func (c *Controller) CreatePartitions(name string, count int32, assignment [][]i
 	return nil
 }
 
-// SetTopicConfigs replaces a topic's overrides (AlterConfigs and, after
-// merging, IncrementalAlterConfigs).
+// SetTopicConfigs replaces a topic's overrides.
 func (c *Controller) SetTopicConfigs(name string, overrides map[string]string, validateOnly bool) error {
+	return c.UpdateTopicConfigs(name, func(map[string]string) (map[string]string, error) {
+		return overrides, nil
+	}, validateOnly)
+}
+
+// UpdateTopicConfigs replaces a topic's overrides with what update makes of
+// the current ones, atomically with respect to other metadata changes
+// (AlterConfigs passes a function returning the new set, and
+// IncrementalAlterConfigs one applying its operations). As in Kafka's
+// controller, the new overrides are validated before the topic's existence is
+// checked: errors from update are returned as they are, invalid overrides are
+// INVALID_CONFIG, and then a missing topic is UNKNOWN_TOPIC_OR_PARTITION.
+// update runs with the controller's lock held (current is nil for a missing
+// topic) and must not call back into mutations.
+func (c *Controller) UpdateTopicConfigs(name string, update func(current map[string]string) (map[string]string, error), validateOnly bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	im := c.Image()
 	t := im.Topics[name]
-	if t == nil {
-		return fmt.Errorf("%w: Topic %s does not exist", kerr.UnknownTopicOrPartition, name)
+	var current map[string]string
+	if t != nil {
+		current = cloneMap(t.Configs)
+	}
+	overrides, err := update(current)
+	if err != nil {
+		return err
 	}
 	if _, err := config.ResolveTopic(c.o.Broker(), overrides); err != nil {
 		return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+	}
+	if t == nil {
+		return fmt.Errorf("%w: The topic '%s' does not exist.", kerr.UnknownTopicOrPartition, name)
 	}
 	if validateOnly {
 		return nil
@@ -379,6 +480,9 @@ func (c *Controller) SetTopicConfigs(name string, overrides map[string]string, v
 	next := im.clone()
 	nt := next.Topics[name]
 	nt.Configs = cloneMap(overrides)
+	if len(nt.Configs) == 0 {
+		nt.Configs = nil
+	}
 	if err := c.commit(next, Change{ConfigChanged: nt}); err != nil {
 		return err
 	}
@@ -389,20 +493,54 @@ func (c *Controller) SetTopicConfigs(name string, overrides map[string]string, v
 // SetBrokerConfigs replaces the dynamic cluster-default broker configs after
 // check validates them.
 func (c *Controller) SetBrokerConfigs(configs map[string]string, check func(map[string]string) error, validateOnly bool) error {
+	return c.UpdateBrokerConfigs(false, func(map[string]string) (map[string]string, error) {
+		if err := check(configs); err != nil {
+			if errors.Is(err, config.ErrInvalidConfig) {
+				return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+			}
+			return nil, err
+		}
+		return configs, nil
+	}, validateOnly)
+}
+
+// UpdateBrokerConfigs replaces one layer of dynamic broker configs with what
+// update makes of its current contents: this node's own layer (resource
+// named by node.id) when perNode, else the cluster default (resource "").
+// update must validate the new layer against the broker configuration; its
+// errors are returned as they are. It runs with the controller's lock held,
+// after the previous change reached the listeners, and must not call back
+// into mutations. Listeners see Change.BrokerConfigs.
+func (c *Controller) UpdateBrokerConfigs(perNode bool, update func(current map[string]string) (map[string]string, error), validateOnly bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := check(configs); err != nil {
-		if errors.Is(err, config.ErrInvalidConfig) {
-			return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
-		}
+	im := c.Image()
+	current := im.BrokerConfigs
+	if perNode {
+		current = im.NodeConfigs
+	}
+	configs, err := update(cloneMap(current))
+	if err != nil {
 		return err
 	}
 	if validateOnly {
 		return nil
 	}
-	next := c.Image().clone()
-	next.BrokerConfigs = cloneMap(configs)
-	return c.commit(next, Change{BrokerConfigs: true})
+	next := im.clone()
+	configs = cloneMap(configs)
+	if len(configs) == 0 {
+		configs = nil
+	}
+	if perNode {
+		next.NodeConfigs = configs
+	} else {
+		next.BrokerConfigs = configs
+	}
+	if err := c.commit(next, Change{BrokerConfigs: true}); err != nil {
+		return err
+	}
+	c.o.Logger.Info("altered dynamic broker configs", "per_node", perNode, "configs", configs)
+	return nil
 }
 
 // Topics returns the image's topics sorted by name.

@@ -1,6 +1,6 @@
 // Package controller owns the cluster metadata of a single-node Gregor:
 // topics (name, topic id, partition count, config overrides), the dynamic
-// cluster-default broker configs, and the cluster id.
+// broker configs (cluster default and this node's own), and the cluster id.
 //
 // Until the etcd-raft metadata quorum exists, the metadata image is kept in
 // one JSON file, gregor-metadata.json, in the metadata log dir (the first of
@@ -12,7 +12,11 @@
 // Every mutation is validated the way Kafka's controller validates it and
 // fails with the Kafka error (kerr) a client expects: INVALID_TOPIC_EXCEPTION,
 // TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
-// INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION, ...
+// INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION, ... — with Kafka's messages,
+// and in Kafka's order, so a request with several problems gets the error
+// Kafka would give. Topics named like Kafka's internal topics
+// (__consumer_offsets, __transaction_state, __share_group_state) are
+// internal whoever creates them, as in Kafka.
 //
 // Concurrency: mutations are serialised by mu; readers load the current
 // immutable *Image atomically. Listeners registered with OnChange are called

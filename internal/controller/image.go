@@ -54,6 +54,9 @@ type Image struct {
 	NodeID        int32             `json:"node_id"`
 	Topics        map[string]*Topic `json:"topics"`
 	BrokerConfigs map[string]string `json:"broker_configs,omitempty"`
+	// NodeConfigs are the dynamic broker configs of this node alone (the
+	// broker resource named by node.id), above BrokerConfigs.
+	NodeConfigs map[string]string `json:"node_configs,omitempty"`
 	// Epoch counts metadata changes (used as the controller epoch / metadata version).
 	Epoch int64 `json:"epoch"`
 	// NextProducerIDBlock is the first producer id not yet handed out in a block.
@@ -92,6 +95,7 @@ func (im *Image) clone() *Image {
 		c.Topics[k] = &t
 	}
 	c.BrokerConfigs = cloneMap(im.BrokerConfigs)
+	c.NodeConfigs = cloneMap(im.NodeConfigs)
 	return &c
 }
 
