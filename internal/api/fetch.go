@@ -260,7 +260,11 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 		if req.IsolationLevel == 1 {
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
+		// An empty record set, never null: librdkafka rejects a null one.
 		p.RecordBatches = res.records
+		if p.RecordBatches == nil {
+			p.RecordBatches = []byte{}
+		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
 	}
 }

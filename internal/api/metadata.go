@@ -23,7 +23,7 @@ func init() { register(kmsg.Metadata.Int16(), 0, 13, handleMetadata) }
 const (
 	authorizedOpsNotRequested = math.MinInt32
 	authorizedTopicOps        = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
-	authorizedClusterOps      = 1<<4 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12 | 1<<13
+	authorizedClusterOps      = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 )
 
 func handleMetadata(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
