@@ -64,8 +64,8 @@ func TestValidateProduceRejects(t *testing.T) {
 		want error
 	}{
 		{"bad crc", func(b []byte) []byte { b[len(b)-1] ^= 1; return b }, nil, ErrCorrupt},
-		{"truncated", func(b []byte) []byte { return b[:len(b)-3] }, nil, ErrCorrupt},
-		{"short header", func(b []byte) []byte { return b[:20] }, nil, ErrCorrupt},
+		{"truncated", func(b []byte) []byte { return b[:len(b)-3] }, nil, ErrInvalidRecord},
+		{"short header", func(b []byte) []byte { return b[:20] }, nil, ErrInvalidRecord},
 		{"two batches", func(b []byte) []byte { return append(b, b...) }, nil, ErrInvalidRecord},
 		{"magic 1", func(b []byte) []byte { b[16] = 1; return b }, nil, ErrUnsupportedMagic},
 		{"magic 7", func(b []byte) []byte { b[16] = 7; return b }, nil, ErrCorrupt},
@@ -111,6 +111,15 @@ func TestValidateProduceRejects(t *testing.T) {
 	re, ok := IsRecordError(err)
 	if !ok || re.Index != 1 || !errors.Is(err, ErrInvalidRecord) {
 		t.Fatalf("keyless record: %v", err)
+	}
+}
+
+func TestValidateProduceTrimsShortTail(t *testing.T) {
+	b := buildN(t, CodecNone, 3, 1000, someKey)
+	n := len(b)
+	h, err := ValidateProduce(append(b, 1, 2, 3, 4, 5), &ProduceOptions{BeforeMaxMs: -1, AfterMaxMs: -1})
+	if err != nil || h.Size() != n {
+		t.Fatalf("size %d (batch %d): %v", h.Size(), n, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -36,15 +37,31 @@ func (e *RecordError) Unwrap() error { return e.Err }
 // checked; otherwise the header's base and max timestamps stand in for the
 // per-record check.
 func ValidateProduce(b []byte, o *ProduceOptions) (Header, error) {
+	// Framing first, as Kafka's ProduceRequest.validateRecords sees it: bytes
+	// that hold no complete batch are "no batch" (INVALID_RECORD); a second
+	// complete batch is refused; a shorter tail that cannot be a batch is
+	// ignored and trimmed (the returned header's Size says what to append).
+	if len(b) < LogOverhead+5 {
+		return Header{}, fmt.Errorf("%w: a produce request must have at least one record batch per partition", ErrInvalidRecord)
+	}
+	length := int64(int32(binary.BigEndian.Uint32(b[8:])))
+	if length < 14 {
+		return Header{}, fmt.Errorf("%w: batch length %d is less than the minimum", ErrCorrupt, length)
+	}
+	size := length + LogOverhead
+	if size > int64(len(b)) {
+		return Header{}, fmt.Errorf("%w: a produce request must have at least one record batch per partition "+
+			"(batch length %d exceeds the %d bytes sent)", ErrInvalidRecord, size, len(b))
+	}
+	if rest := b[size:]; len(rest) >= LogOverhead+5 {
+		if next := int64(int32(binary.BigEndian.Uint32(rest[8:]))) + LogOverhead; next >= LogOverhead && next <= int64(len(rest)) {
+			return Header{}, fmt.Errorf("%w: a produce request must hold exactly one record batch", ErrInvalidRecord)
+		}
+	}
+	b = b[:size]
 	h, err := ParseHeader(b)
 	if err != nil {
 		return h, err
-	}
-	if h.Size() > len(b) {
-		return h, fmt.Errorf("%w: batch length %d exceeds the %d bytes sent", ErrCorrupt, h.Size(), len(b))
-	}
-	if h.Size() < len(b) {
-		return h, fmt.Errorf("%w: a produce request must hold exactly one record batch", ErrInvalidRecord)
 	}
 	if o.MaxBatchBytes > 0 && len(b) > o.MaxBatchBytes {
 		return h, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrTooLarge, len(b), o.MaxBatchBytes)
