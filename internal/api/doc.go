@@ -1,9 +1,11 @@
 // Package api answers Kafka requests: one file per API key, each headed by
 // the versions it serves (Kafka 4.2's ranges, franz-go kversion.V4_2_0) and
 // any deviation from Kafka. A file decodes what it needs from the kmsg
-// request, calls the domain packages (controller, replica, log, config) and
-// encodes the kmsg response. The package keeps no state of its own: fetch
-// sessions live in replica, producer ids in the controller.
+// request, calls the domain packages (controller, replica, log, config,
+// group) and encodes the kmsg response. The package keeps no state of its
+// own: fetch sessions live in replica, producer ids in the controller,
+// consumer groups and committed offsets in group (group_common.go holds the
+// helpers of the group coordinator APIs).
 //
 // ApiVersions advertises exactly the keys registered here with their ranges;
 // the server closes connections that use anything else.

@@ -10,6 +10,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -33,8 +34,10 @@ type Deps struct {
 	EnsureTopic func(name string) error
 	// Checkpoint writes log-start-offset-checkpoint after DeleteRecords.
 	Checkpoint func() error
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// Groups is the group coordinator; nil answers COORDINATOR_NOT_AVAILABLE.
+	Groups *group.Coordinator
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 type handlerFunc func(ctx context.Context, h *Handler, req *server.Request) (kmsg.Response, error)

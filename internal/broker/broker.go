@@ -19,6 +19,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
@@ -45,6 +46,7 @@ type Broker struct {
 	ctrl     *controller.Controller
 	logs     *logmgr.Manager
 	replicas *replica.Manager
+	groups   *group.Coordinator
 	srv      *server.Server
 	adm      *admin.Admin
 
@@ -169,6 +171,12 @@ func (b *Broker) Start() error {
 		}
 	}
 	b.ctrl.OnChange(b.onMetadataChange)
+	// The group coordinator loads __consumer_offsets in the background and
+	// follows its creation; its listener runs after the hosting one.
+	b.groups = group.NewCoordinator(group.Options{Replicas: b.replicas, Topics: b.ctrl, Config: b.Config,
+		Clock: b.o.Clock, Logger: b.logger})
+	b.ctrl.OnChange(b.groups.OnMetadataChange)
+	b.groups.Start()
 	b.adm.SetReady("log recovery", true)
 
 	bind, adv, err := b.clientEndpoint()
@@ -184,6 +192,7 @@ func (b *Broker) Start() error {
 		ProducerIDs: b.nextProducerID,
 		EnsureTopic: b.ensureTopic,
 		Checkpoint:  b.logs.CheckpointLogStart,
+		Groups:      b.groups,
 		Clock:       b.o.Clock,
 		Logger:      b.logger,
 	})
@@ -221,6 +230,9 @@ func (b *Broker) Replicas() *replica.Manager { return b.replicas }
 
 // Controller exposes the metadata controller.
 func (b *Broker) Controller() *controller.Controller { return b.ctrl }
+
+// Groups exposes the group coordinator.
+func (b *Broker) Groups() *group.Coordinator { return b.groups }
 
 // Logs exposes the log manager.
 func (b *Broker) Logs() *logmgr.Manager { return b.logs }

@@ -4,9 +4,12 @@
 // Start: configuration → controller (metadata image; formats new log dirs)
 // → log manager (loads and recovers every partition log; /readyz "log
 // recovery") → replica manager hosting every partition of every topic →
+// group coordinator (replays __consumer_offsets in the background) →
 // request handler → Kafka listener → admin HTTP listener → background jobs.
 //
-// Shutdown (SIGTERM/SIGINT in gregor serve): stop accepting connections and
+// Shutdown (SIGTERM/SIGINT in gregor serve): stop the group coordinator
+// (parked JoinGroup/SyncGroup requests are answered NOT_COORDINATOR so they
+// do not hold the drain), stop accepting connections and
 // let in-flight requests finish, stop the admin listener, then close the log
 // manager, which flushes every log, writes the checkpoint files and the
 // clean-shutdown marker.

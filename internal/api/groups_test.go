@@ -1,0 +1,224 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/gregor-broker/gregor/internal/broker/brokertest"
+)
+
+func groupBroker(t *testing.T, overrides map[string]string) *brokertest.Broker {
+	props := map[string]string{
+		"offsets.topic.replication.factor": "1",
+		"offsets.topic.num.partitions":     "3",
+		"group.initial.rebalance.delay.ms": "0",
+	}
+	for k, v := range overrides {
+		props[k] = v
+	}
+	return brokertest.Start(t, props)
+}
+
+// groupReq sends req at exactly version v (kgo routes group requests to
+// the coordinator itself).
+func groupReq[R kmsg.Response](t *testing.T, b *brokertest.Broker, req kmsg.Request, v int16) R {
+	t.Helper()
+	vs := kversion.V4_2_0()
+	vs.SetMaxKeyVersion(req.Key(), v)
+	cl := b.Client(kgo.MaxVersions(vs))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Request(ctx, req)
+	if err != nil {
+		t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), v, err)
+	}
+	if got := resp.GetVersion(); got != v {
+		t.Fatalf("%s answered at v%d, want v%d", kmsg.NameForKey(req.Key()), got, v)
+	}
+	return resp.(R)
+}
+
+func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
+	t.Helper()
+	w := int16(0)
+	if want != nil {
+		w = want.Code
+	}
+	if got != w {
+		t.Fatalf("%s: error %v, want %v", what, kerr.ErrorForCode(got), want)
+	}
+}
+
+func TestGroupRequestsBeforeTheOffsetsTopicExist(t *testing.T) {
+	b := groupBroker(t, nil)
+	cl := b.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = "g", 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
+	resp, err := join.RequestWith(ctx, cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "JoinGroup without __consumer_offsets", resp.ErrorCode, kerr.NotCoordinator)
+	if b.Controller().Image().Topic("__consumer_offsets") != nil {
+		t.Fatal("__consumer_offsets created before any FindCoordinator")
+	}
+
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"a", "b"}
+	fr := groupReq[*kmsg.FindCoordinatorResponse](t, b, fc, 6)
+	if len(fr.Coordinators) != 2 || fr.Coordinators[0].NodeID != 1 || fr.Coordinators[1].ErrorCode != 0 {
+		t.Fatalf("FindCoordinator v6 %+v", fr.Coordinators)
+	}
+	topic := b.Controller().Image().Topic("__consumer_offsets")
+	if topic == nil || !topic.Internal || topic.Partitions != 3 || topic.Configs["cleanup.policy"] != "compact" ||
+		topic.Configs["segment.bytes"] != "104857600" {
+		t.Fatalf("__consumer_offsets %+v", topic)
+	}
+
+	fc = kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey, fc.CoordinatorType = "txn", 1
+	fr = groupReq[*kmsg.FindCoordinatorResponse](t, b, fc, 3)
+	wantCode(t, "FindCoordinator for a transaction", fr.ErrorCode, kerr.InvalidRequest)
+
+	// Clients cannot write to the internal topic.
+	p := b.Client(kgo.DefaultProduceTopic("__consumer_offsets"))
+	if err := p.ProduceSync(ctx, &kgo.Record{Key: []byte("k"), Value: []byte("v")}).FirstErr(); err == nil {
+		t.Fatal("produce to __consumer_offsets accepted")
+	}
+}
+
+func TestOffsetsTopicReplicationFactorTooHigh(t *testing.T) {
+	b := groupBroker(t, map[string]string{"offsets.topic.replication.factor": "3"})
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = "g"
+	fr := groupReq[*kmsg.FindCoordinatorResponse](t, b, fc, 0)
+	wantCode(t, "FindCoordinator v0", fr.ErrorCode, kerr.CoordinatorNotAvailable)
+}
+
+func TestOldAndNewVersions(t *testing.T) {
+	b := groupBroker(t, nil)
+	join := func(v int16, member string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.Group, req.MemberID, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = "old", member, 10000, 10000
+		req.ProtocolType = "consumer"
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}}
+		return groupReq[*kmsg.JoinGroupResponse](t, b, req, v)
+	}
+	// v4+: a new member first learns its id.
+	r := join(4, "")
+	wantCode(t, "JoinGroup v4", r.ErrorCode, kerr.MemberIDRequired)
+	// v0: joins at once (and its session timeout is its rebalance timeout).
+	r = join(0, "")
+	wantCode(t, "JoinGroup v0", r.ErrorCode, nil)
+	if r.Generation != 1 || r.LeaderID != r.MemberID || len(r.Members) != 1 || *r.Protocol != "range" {
+		t.Fatalf("JoinGroup v0 %+v", r)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Group, sync.Generation, sync.MemberID = "old", r.Generation, r.MemberID
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: r.MemberID, MemberAssignment: []byte("x")}}
+	sr := groupReq[*kmsg.SyncGroupResponse](t, b, sync, 0)
+	if sr.ErrorCode != 0 || string(sr.MemberAssignment) != "x" {
+		t.Fatalf("SyncGroup v0 %+v", sr)
+	}
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation, commit.MemberID, commit.RetentionTimeMillis = "old", r.Generation, r.MemberID, -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 9}}}}
+	cr := groupReq[*kmsg.OffsetCommitResponse](t, b, commit, 2)
+	wantCode(t, "OffsetCommit v2", cr.Topics[0].Partitions[0].ErrorCode, nil)
+
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Group = "old"
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0, 1}}}
+	f1 := groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 1)
+	if ps := f1.Topics[0].Partitions; ps[0].Offset != 9 || ps[1].Offset != -1 {
+		t.Fatalf("OffsetFetch v1 %+v", ps)
+	}
+	fetch.Topics = nil // every topic
+	f7 := groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 7)
+	if len(f7.Topics) != 1 || f7.Topics[0].Partitions[0].Offset != 9 {
+		t.Fatalf("OffsetFetch v7 all topics %+v", f7.Topics)
+	}
+	multi := kmsg.NewPtrOffsetFetchRequest()
+	multi.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "old"}, {Group: "nobody", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}}}
+	f8 := groupReq[*kmsg.OffsetFetchResponse](t, b, multi, 8)
+	if len(f8.Groups) != 2 || f8.Groups[0].Topics[0].Partitions[0].Offset != 9 || f8.Groups[1].Topics[0].Partitions[0].Offset != -1 {
+		t.Fatalf("OffsetFetch v8 %+v", f8.Groups)
+	}
+
+	list := kmsg.NewPtrListGroupsRequest()
+	list.StatesFilter = []string{"stable"}
+	lr := groupReq[*kmsg.ListGroupsResponse](t, b, list, 5)
+	if len(lr.Groups) != 1 || lr.Groups[0].Group != "old" || lr.Groups[0].GroupType != "classic" || lr.Groups[0].ProtocolType != "consumer" {
+		t.Fatalf("ListGroups v5 %+v", lr.Groups)
+	}
+
+	desc := kmsg.NewPtrDescribeGroupsRequest()
+	desc.Groups = []string{"old", "missing"}
+	d5 := groupReq[*kmsg.DescribeGroupsResponse](t, b, desc, 5)
+	if g := d5.Groups[0]; g.State != "Stable" || len(g.Members) != 1 || string(g.Members[0].MemberAssignment) != "x" {
+		t.Fatalf("DescribeGroups v5 %+v", g)
+	}
+	if g := d5.Groups[1]; g.ErrorCode != 0 || g.State != "Dead" {
+		t.Fatalf("DescribeGroups v5 of a missing group %+v", g)
+	}
+	d6 := groupReq[*kmsg.DescribeGroupsResponse](t, b, desc, 6)
+	wantCode(t, "DescribeGroups v6 of a missing group", d6.Groups[1].ErrorCode, kerr.GroupIDNotFound)
+
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.Generation, hb.MemberID = "old", r.Generation+1, r.MemberID
+	wantCode(t, "Heartbeat with a wrong generation", groupReq[*kmsg.HeartbeatResponse](t, b, hb, 4).ErrorCode, kerr.IllegalGeneration)
+
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Group, leave.MemberID = "old", "ghost"
+	wantCode(t, "LeaveGroup v0 of an unknown member", groupReq[*kmsg.LeaveGroupResponse](t, b, leave, 0).ErrorCode, kerr.UnknownMemberID)
+	leave.Members = []kmsg.LeaveGroupRequestMember{{MemberID: r.MemberID}, {MemberID: "ghost"}}
+	lv := groupReq[*kmsg.LeaveGroupResponse](t, b, leave, 5)
+	if lv.ErrorCode != 0 || lv.Members[0].ErrorCode != 0 || lv.Members[1].ErrorCode != kerr.UnknownMemberID.Code {
+		t.Fatalf("LeaveGroup v5 %+v", lv)
+	}
+
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"old"}
+	wantCode(t, "DeleteGroups", groupReq[*kmsg.DeleteGroupsResponse](t, b, del, 2).Groups[0].ErrorCode, nil)
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "old"
+	wantCode(t, "OffsetDelete of a deleted group", groupReq[*kmsg.OffsetDeleteResponse](t, b, od, 0).ErrorCode, kerr.GroupIDNotFound)
+}
+
+func TestOversizedOffsetCommit(t *testing.T) {
+	b := groupBroker(t, nil)
+	md := string(make([]byte, 4000))
+	big := kmsg.NewPtrOffsetCommitRequest()
+	big.Group, big.Generation = "big", -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	for p := range int32(300) { // ~1.2 MB of records: above max.message.bytes
+		rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: 1, LeaderEpoch: -1, Metadata: &md})
+	}
+	big.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	r := groupReq[*kmsg.OffsetCommitResponse](t, b, big, 9)
+	wantCode(t, "oversized commit", r.Topics[0].Partitions[0].ErrorCode, kerr.InvalidCommitOffsetSize)
+
+	small := kmsg.NewPtrOffsetCommitRequest()
+	small.Group, small.Generation = "big", -1
+	small.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 7, Offset: 5, LeaderEpoch: -1}}}}
+	r = groupReq[*kmsg.OffsetCommitResponse](t, b, small, 9)
+	wantCode(t, "small commit after the oversized one", r.Topics[0].Partitions[0].ErrorCode, nil)
+
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "big"}}
+	f := groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 9)
+	if ts := f.Groups[0].Topics; len(ts) != 1 || len(ts[0].Partitions) != 1 || ts[0].Partitions[0].Offset != 5 {
+		t.Fatalf("offsets after an oversized commit: %+v", ts)
+	}
+}

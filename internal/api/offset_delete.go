@@ -1,0 +1,56 @@
+package api
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/group"
+	"github.com/gregor-broker/gregor/internal/server"
+)
+
+// OffsetDelete, version 0 (Kafka 4.2): tombstones a group's committed offsets
+// of topics it is not subscribed to (GROUP_SUBSCRIBED_TO_TOPIC otherwise);
+// groups of another protocol type than "consumer" must be empty
+// (NON_EMPTY_GROUP). The response waits for the tombstones to be durable.
+func init() { register(kmsg.OffsetDelete.Int16(), 0, 0, handleOffsetDelete) }
+
+func handleOffsetDelete(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.OffsetDeleteRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	dr := &group.FetchRequest{Group: req.Group, Topics: []group.TopicPartitions{}}
+	for _, t := range req.Topics {
+		tp := group.TopicPartitions{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			tp.Partitions = append(tp.Partitions, p.Partition)
+		}
+		dr.Topics = append(dr.Topics, tp)
+	}
+	coord, err := h.groups()
+	var res *group.OffsetDeleteResult
+	switch {
+	case req.Group == "":
+		err = errEmptyGroupID
+	case err == nil:
+		res, err = coord.DeleteOffsets(ctx, dr)
+	}
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		resp.ErrorCode = errCode(h.d.Logger, err)
+		return resp, nil
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetDeleteResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = errCode(h.d.Logger, res.Errs[i][j])
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,313 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/config"
+	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/coord"
+	"github.com/gregor-broker/gregor/internal/record"
+)
+
+// Topics is what the coordinator needs from the controller: the metadata
+// image and creating __consumer_offsets.
+type Topics interface {
+	Image() *controller.Image
+	CreateTopic(req controller.CreateTopicRequest, validateOnly bool) (*controller.Topic, error)
+}
+
+// Options configure a Coordinator.
+type Options struct {
+	Replicas coord.Partitions
+	Topics   Topics
+	Config   func() *config.Broker
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	// NewID returns a fresh UUID for member ids; nil uses random UUIDs.
+	NewID func() string
+}
+
+// Coordinator is the group coordinator service: it routes each group to
+// the shard of its __consumer_offsets partition and runs the request there
+// (see internal/coord). Its methods are safe for concurrent use; Join and
+// Sync block until the rebalance answers them or ctx ends.
+type Coordinator struct {
+	o        Options
+	rt       *coord.Runtime[*Shard]
+	createMu sync.Mutex
+}
+
+// NewCoordinator builds a coordinator with nothing loaded; call Start.
+func NewCoordinator(o Options) *Coordinator {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.NewID == nil {
+		o.NewID = randomUUID
+	}
+	c := &Coordinator{o: o}
+	logger := o.Logger.With("component", "group-coordinator")
+	c.rt = coord.New(coord.Options[*Shard]{
+		Topic:    OffsetsTopic,
+		Replicas: o.Replicas,
+		NewShard: func(p int32) *Shard {
+			return NewShard(p, c.config, o.NewID, logger.With("partition", p))
+		},
+		Clock:  o.Clock,
+		Logger: logger,
+		Codec: func() record.Codec {
+			codec := record.Codec(o.Config().Int("offsets.topic.compression.codec"))
+			if codec < record.CodecNone || codec > record.CodecZstd {
+				return record.CodecNone
+			}
+			return codec
+		},
+		LoadBufferBytes: func() int { return int(o.Config().Int("offsets.load.buffer.size")) },
+		WriteTimeout: func() time.Duration {
+			return time.Duration(o.Config().Int("offsets.commit.timeout.ms")) * time.Millisecond
+		},
+	})
+	return c
+}
+
+// ConfigFrom reads the group coordinator's configuration.
+func ConfigFrom(b *config.Broker) Config {
+	c := DefaultConfig()
+	c.MinSessionTimeoutMs = b.Int("group.min.session.timeout.ms")
+	c.MaxSessionTimeoutMs = b.Int("group.max.session.timeout.ms")
+	c.InitialRebalanceDelayMs = b.Int("group.initial.rebalance.delay.ms")
+	c.MaxSize = b.Int("group.max.size")
+	c.OffsetsRetentionMs = int64(b.Int("offsets.retention.minutes")) * 60000
+	c.RetentionCheckMs = b.Long("offsets.retention.check.interval.ms")
+	c.OffsetMetadataMaxBytes = b.Int("offset.metadata.max.bytes")
+	return c
+}
+
+func (c *Coordinator) config() Config { return ConfigFrom(c.o.Config()) }
+
+// Start loads every partition of an existing __consumer_offsets (each
+// partition replays in the background; requests for it answer
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile).
+func (c *Coordinator) Start() {
+	if t := c.o.Topics.Image().Topic(OffsetsTopic); t != nil {
+		c.loadAll(t.Partitions)
+	}
+}
+
+func (c *Coordinator) loadAll(partitions int32) {
+	for p := range partitions {
+		c.rt.Load(p)
+	}
+}
+
+// OnMetadataChange follows __consumer_offsets being created, expanded or
+// deleted. Register it after the listener that hosts partitions.
+func (c *Coordinator) OnMetadataChange(ch controller.Change) {
+	switch {
+	case ch.Created != nil && ch.Created.Name == OffsetsTopic:
+		c.loadAll(ch.Created.Partitions)
+	case ch.Expanded != nil && ch.Expanded.Name == OffsetsTopic:
+		c.loadAll(ch.Expanded.Partitions)
+	case ch.Deleted != nil && ch.Deleted.Name == OffsetsTopic:
+		for p := range ch.Deleted.Partitions {
+			go c.rt.Unload(p) // the listener runs under the controller's lock
+		}
+	}
+}
+
+// Close stops every shard; parked requests are answered NOT_COORDINATOR.
+func (c *Coordinator) Close() { c.rt.Close() }
+
+// EnsureTopic creates __consumer_offsets on first use with
+// offsets.topic.num.partitions partitions, replication factor
+// offsets.topic.replication.factor, cleanup.policy=compact and
+// segment.bytes=offsets.topic.segment.bytes. When it cannot be created the
+// error is COORDINATOR_NOT_AVAILABLE, as clients expect while Kafka's
+// coordinator topic is missing.
+func (c *Coordinator) EnsureTopic() error {
+	if c.o.Topics.Image().Topic(OffsetsTopic) != nil {
+		return nil
+	}
+	c.createMu.Lock()
+	defer c.createMu.Unlock()
+	if c.o.Topics.Image().Topic(OffsetsTopic) != nil {
+		return nil
+	}
+	b := c.o.Config()
+	_, err := c.o.Topics.CreateTopic(controller.CreateTopicRequest{
+		Name:              OffsetsTopic,
+		NumPartitions:     b.Int("offsets.topic.num.partitions"),
+		ReplicationFactor: int16(b.Int("offsets.topic.replication.factor")),
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    strconv.Itoa(int(b.Int("offsets.topic.segment.bytes"))),
+		},
+		Internal: true,
+	}, false)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		c.o.Logger.Warn("cannot create "+OffsetsTopic, "err", err)
+		return fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, OffsetsTopic, err)
+	}
+	return nil
+}
+
+// PartitionFor is the __consumer_offsets partition coordinating group, from
+// the topic's partition count (offsets.topic.num.partitions before it
+// exists).
+func (c *Coordinator) PartitionFor(group string) int32 {
+	n := c.o.Config().Int("offsets.topic.num.partitions")
+	if t := c.o.Topics.Image().Topic(OffsetsTopic); t != nil {
+		n = t.Partitions
+	}
+	return PartitionFor(group, n)
+}
+
+func do[T any](ctx context.Context, c *Coordinator, group string, op func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output)) (T, error) {
+	var zero T
+	v, err := c.rt.Do(ctx, c.PartitionFor(group), op)
+	if err != nil {
+		return zero, err
+	}
+	t, _ := v.(T) // a nil error reply is the zero T
+	return t, nil
+}
+
+// Join runs a JoinGroup; it blocks until the join phase completes, at most
+// the group's rebalance timeout.
+func (c *Coordinator) Join(ctx context.Context, req *JoinRequest) (*JoinResult, error) {
+	return do[*JoinResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		s.Join(now, w, req, out)
+	})
+}
+
+// Sync runs a SyncGroup; a follower blocks until the leader's assignment is
+// durable (or the rebalance restarts).
+func (c *Coordinator) Sync(ctx context.Context, req *SyncRequest) (*SyncResult, error) {
+	return do[*SyncResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		s.Sync(now, w, req, out)
+	})
+}
+
+// Heartbeat runs a Heartbeat. The error is the Kafka answer (nil: NONE).
+func (c *Coordinator) Heartbeat(ctx context.Context, req *HeartbeatRequest) error {
+	res, err := do[error](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		out.Reply(w, s.Heartbeat(now, req), nil)
+	})
+	if err != nil {
+		return err
+	}
+	return res
+}
+
+// Leave runs a LeaveGroup.
+func (c *Coordinator) Leave(ctx context.Context, req *LeaveRequest) (*LeaveResult, error) {
+	return do[*LeaveResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		out.Reply(w, s.Leave(now, req, out), nil)
+	})
+}
+
+// Commit runs an OffsetCommit; it returns once the commit is durable.
+func (c *Coordinator) Commit(ctx context.Context, req *CommitRequest) (*CommitResult, error) {
+	res, err := do[*CommitResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		out.Reply(w, s.Commit(now, req, out), nil)
+	})
+	if errors.Is(err, coord.ErrRecordsTooLarge) {
+		err = fmt.Errorf("%w: %v", kerr.InvalidCommitOffsetSize, err)
+	}
+	return res, err
+}
+
+// Fetch runs one group of an OffsetFetch.
+func (c *Coordinator) Fetch(ctx context.Context, req *FetchRequest) (*FetchResult, error) {
+	return do[*FetchResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		out.Reply(w, s.Fetch(req), nil)
+	})
+}
+
+// DeleteOffsets runs an OffsetDelete.
+func (c *Coordinator) DeleteOffsets(ctx context.Context, req *FetchRequest) (*OffsetDeleteResult, error) {
+	return do[*OffsetDeleteResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		out.Reply(w, s.DeleteOffsets(req, out), nil)
+	})
+}
+
+// Describe runs one group of DescribeGroups.
+func (c *Coordinator) Describe(ctx context.Context, group string) (*Description, error) {
+	return do[*Description](ctx, c, group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		out.Reply(w, s.Describe(group), nil)
+	})
+}
+
+// Delete runs DeleteGroups: errs[i] answers groups[i]; a partition that is
+// not available fails its groups with that error.
+func (c *Coordinator) Delete(ctx context.Context, groups []string) []error {
+	errs := make([]error, len(groups))
+	byPartition := map[int32][]int{}
+	for i, g := range groups {
+		p := c.PartitionFor(g)
+		byPartition[p] = append(byPartition[p], i)
+	}
+	for p, idx := range byPartition {
+		ids := make([]string, len(idx))
+		for j, i := range idx {
+			ids[j] = groups[i]
+		}
+		v, err := c.rt.Do(ctx, p, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+			out.Reply(w, s.Delete(ids, out), nil)
+		})
+		for j, i := range idx {
+			if err != nil {
+				errs[i] = err
+			} else {
+				errs[i] = v.([]error)[j]
+			}
+		}
+	}
+	return errs
+}
+
+// List runs ListGroups over every loaded partition. A partition still
+// loading makes the whole answer COORDINATOR_LOAD_IN_PROGRESS, as in Kafka.
+func (c *Coordinator) List(ctx context.Context, f ListFilter) ([]Listing, error) {
+	parts := c.rt.Owned()
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	var out []Listing
+	for _, p := range parts {
+		v, err := c.rt.Do(ctx, p, func(s *Shard, now time.Time, w coord.Waiter, o *coord.Output) {
+			o.Reply(w, s.List(f), nil)
+		})
+		if errors.Is(err, kerr.NotCoordinator) {
+			continue // unloaded meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v.([]Listing)...)
+	}
+	return out, nil
+}
+
+// randomUUID is a random (version 4) UUID in its canonical form, as Java's
+// UUID.randomUUID().toString() prints it.
+func randomUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
