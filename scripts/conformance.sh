@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Run franz-go's kgo integration suite against a freshly started gregor binary.
+#
+#   scripts/conformance.sh            (make conformance)
+#
+# Builds gregor (or uses $GREGOR_BIN), starts it on a temp data dir with
+# OS-chosen loopback ports (never 9092, which a developer may be using), waits
+# for /readyz, runs ../shared/conformance/franz-go.sh against it, and stops the
+# broker by its PID. Skips (exit 0) with a message when franz-go.sh is absent.
+#
+# Environment:
+#   GREGOR_BIN            prebuilt gregor binary (default: build one)
+#   GREGOR_SHARED         the shared dir (default: <repo root>/../shared)
+#   KGO_TEST_RECORDS      records for the ETL tests (default 50000)
+#   CONFORMANCE_TIMEOUT   go test -timeout for the suite (default 10m)
+#   CONFORMANCE_SKIP      -test.skip regex to use instead of the one computed
+#                         from FEATURE_TESTS and what the broker serves
+#   CONFORMANCE_KEEP_LOG  set to keep the broker log and data dir
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Tests that need a feature Gregor may not have built yet: "test feature",
+# with what the test uses (github.com/twmb/franz-go/pkg/kgo@v1.22.3). A
+# feature's tests are skipped when the broker does not advertise every API
+# key the feature needs (ApiVersions advertises exactly what is implemented).
+FEATURE_TESTS=(
+  # Consumer groups (classic protocol).
+  "TestGroupETL groups"                 # group_test.go: ConsumerGroup consumers chained through committed offsets
+  "TestGroupSimple groups"              # consumer_test.go: ConsumerGroup + CommitUncommittedOffsets
+  "TestIssue523 groups"                 # consumer_test.go: ConsumerGroup with RoundRobin/Sticky balancers
+  "TestIssue1034 groups"                # client_test.go: FindCoordinator for three group keys
+  "TestConsumeRegex groups"             # consumer_test.go: its internalTopic helper needs __consumer_offsets,
+                                        #   which FindCoordinator creates (waits 30s for it)
+  # KIP-848 consumer groups (ConsumerGroupHeartbeat); skips itself too.
+  "Test848RegexBrokerResolves kip848"   # consumer_test.go: 848 group with a regex
+  # Transactions (a transactional producer and a read_committed group consumer).
+  "TestTxnEtl txns"                     # txn_test.go
+  # Share groups (KIP-932); these skip themselves too without ShareFetch v2.
+  "TestShareGroup share"                # client_test.go
+  "TestShareGroupAckOnClose share"      # share_test.go
+  "TestShareGroupETL share"             # share_test.go
+  "TestShareGroupOffsetsAdmin share"    # share_test.go
+  "TestConsumeRegexShareSkipsInternal share" # consumer_test.go: share group with a regex
+  # SASL; they skip themselves without KGO_TEST_SCRAM*/KGO_TEST_OAUTH_SEEDS.
+  "TestSCRAMAuth sasl"
+  "TestSCRAMAuthBadCredentials sasl"
+  "TestOAuthAuth sasl"
+)
+# Runnable although their names suggest groups: TestPauseIssue489 and
+# TestPauseIssueOct2023 (direct partition consumers), TestIssue434 and
+# TestIssue810 (ConsumeRegex without a group: metadata only).
+
+# API keys each feature needs.
+declare -A FEATURE_KEYS=(
+  [groups]="8 9 10 11 12 13 14"          # OffsetCommit OffsetFetch FindCoordinator JoinGroup Heartbeat LeaveGroup SyncGroup
+  [kip848]="68"                          # ConsumerGroupHeartbeat
+  [txns]="8 9 10 11 12 13 14 22 24 25 26 28" # groups + InitProducerId AddPartitionsToTxn AddOffsetsToTxn EndTxn TxnOffsetCommit
+  [share]="76 78 79"                     # ShareGroupHeartbeat ShareFetch ShareAcknowledge
+  [sasl]="17 36"                         # SaslHandshake SaslAuthenticate (and a SASL listener)
+)
+
+join() { local IFS='|'; echo "$*"; }
+
+SHARED="${GREGOR_SHARED:-}"
+if [ -z "$SHARED" ]; then
+  top="$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null || echo "$ROOT")"
+  SHARED="$top/../shared"
+fi
+FRANZ="$SHARED/conformance/franz-go.sh"
+if [ ! -f "$FRANZ" ]; then
+  log "conformance: SKIPPED: $FRANZ not found (set GREGOR_SHARED to the shared dir)"
+  exit 0
+fi
+# franz-go.sh reads `go mod download -json` with python3 the first time.
+if ! command -v python3 >/dev/null 2>&1; then
+  ensure_pkg python3 python3-minimal || { log "conformance: FAILED: python3 is needed by franz-go.sh"; echo "0 passed, 1 failed"; exit 1; }
+fi
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/gregor-conformance.XXXXXX")"
+BROKER_PID=
+cleanup() {
+  if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
+    kill -KILL "$BROKER_PID" 2>/dev/null
+    wait "$BROKER_PID" 2>/dev/null
+  fi
+  if [ -z "${CONFORMANCE_KEEP_LOG:-}" ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+BIN="${GREGOR_BIN:-}"
+if [ -z "$BIN" ]; then
+  log "building gregor"
+  build_gregor "$WORK" || { log "conformance: FAILED: build failed"; echo "0 passed, 1 failed"; exit 1; }
+  BIN="$WORK/gregor"
+fi
+
+log "starting $BIN serve (data in $WORK/data)"
+"$BIN" serve --data-dir "$WORK/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+  --log-format text --log-level "${CONFORMANCE_LOG_LEVEL:-warn}" >"$WORK/banner" 2>"$WORK/broker.log" &
+BROKER_PID=$!
+
+broker_fail() {
+  log "conformance: FAILED: $1"
+  tail -n 40 "$WORK/broker.log" 2>/dev/null | sed 's/^/    broker: /'
+  echo "0 passed, 1 failed"
+  exit 1
+}
+
+BOOTSTRAP= ADMIN=
+for _ in $(seq 300); do  # 30s
+  BOOTSTRAP="$(awk '$1=="bootstrap:"{print $2}' "$WORK/banner")"
+  ADMIN="$(awk '$1=="admin:"{print $2}' "$WORK/banner")"
+  [ -n "$BOOTSTRAP" ] && [ -n "$ADMIN" ] && break
+  kill -0 "$BROKER_PID" 2>/dev/null || broker_fail "gregor exited at start"
+  sleep 0.1
+done
+[ -n "$BOOTSTRAP" ] && [ -n "$ADMIN" ] || broker_fail "gregor printed no listen addresses within 30s"
+ready=
+for _ in $(seq 600); do  # 60s
+  [ "$(http_status "$ADMIN/readyz")" = 200 ] && { ready=1; break; }
+  kill -0 "$BROKER_PID" 2>/dev/null || broker_fail "gregor exited before it was ready"
+  sleep 0.1
+done
+[ -n "$ready" ] || broker_fail "$ADMIN/readyz did not answer 200 within 60s"
+log "gregor pid $BROKER_PID ready: bootstrap $BOOTSTRAP, admin $ADMIN"
+
+# Decide what to skip from what the broker serves.
+timeout 5m go build -o "$WORK/apikeys" "$ROOT/scripts/apikeys.go" || broker_fail "building scripts/apikeys.go failed"
+SERVED=" $(timeout 60 "$WORK/apikeys" "$BOOTSTRAP" | awk '{printf "%s ", $1}')"
+[ "$SERVED" != " " ] || broker_fail "ApiVersions to $BOOTSTRAP failed"
+missing_keys() {
+  local k out=
+  for k in ${FEATURE_KEYS[$1]}; do [[ "$SERVED" == *" $k "* ]] || out+=" $k"; done
+  if [ "$1" = sasl ] && [ -z "${KGO_TEST_SCRAM_SEEDS:-}${KGO_TEST_OAUTH_SEEDS:-}" ]; then out+=" (no SASL listener)"; fi
+  echo "${out# }"
+}
+SKIPPED=()
+for entry in "${FEATURE_TESTS[@]}"; do
+  read -r name feature <<<"$entry"
+  miss="$(missing_keys "$feature")"
+  if [ -n "$miss" ]; then
+    SKIPPED+=("$name")
+    echo "# skip $name: needs $feature; broker lacks API keys: $miss"
+  fi
+done
+if [ -n "${CONFORMANCE_SKIP:-}" ]; then
+  SKIP_RE="$CONFORMANCE_SKIP"
+elif [ "${#SKIPPED[@]}" -gt 0 ]; then
+  SKIP_RE="^($(join "${SKIPPED[@]}"))\$"
+  # -test.skip'd tests print nothing, so say how many there are.
+  echo "# skipped by regex: ${#SKIPPED[@]} tests"
+else
+  SKIP_RE=
+fi
+log "franz-go conformance (KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-50000}); -test.skip $SKIP_RE"
+KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" SKIP="$SKIP_RE" TEST_TIMEOUT="${CONFORMANCE_TIMEOUT:-10m}" \
+  timeout --kill-after=30 40m bash "$FRANZ" "$BOOTSTRAP" 2>&1 | tee "$WORK/suite.out"
+rc=${PIPESTATUS[0]}
+
+alive=1
+kill -0 "$BROKER_PID" 2>/dev/null || alive=
+log "stopping gregor (pid $BROKER_PID)"
+if [ -n "$alive" ]; then
+  kill -TERM "$BROKER_PID" 2>/dev/null
+  for _ in $(seq 300); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$BROKER_PID" 2>/dev/null; then
+    log "gregor did not stop within 30s of SIGTERM; killing it"
+    kill -KILL "$BROKER_PID" 2>/dev/null
+    rc=1
+  fi
+  wait "$BROKER_PID" 2>/dev/null
+else
+  wait "$BROKER_PID" 2>/dev/null
+  log "gregor died during the suite (exit $?)"
+  tail -n 40 "$WORK/broker.log" | sed 's/^/    broker: /'
+  rc=1
+fi
+BROKER_PID=
+if [ -s "$WORK/broker.log" ] && grep -qE 'level=(ERROR|error)|panic' "$WORK/broker.log"; then
+  log "broker log has errors (first 20):"
+  grep -E 'level=(ERROR|error)|panic' "$WORK/broker.log" | head -n 20 | sed 's/^/    broker: /'
+fi
+exit "$rc"
