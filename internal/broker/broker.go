@@ -111,6 +111,10 @@ func (b *Broker) clientEndpoint() (bind config.Endpoint, adv config.Endpoint, er
 	if !found {
 		return bind, adv, fmt.Errorf("listeners %v has no client listener outside controller.listener.names", cfg.List("listeners"))
 	}
+	if proto := cfg.SecurityProtocolMap()[bind.Listener]; proto != "" && proto != "PLAINTEXT" {
+		return bind, adv, fmt.Errorf("listener %s uses security protocol %s; Gregor serves only PLAINTEXT so far (TLS and SASL are not implemented)",
+			bind.Listener, proto)
+	}
 	adv = bind
 	if advs, err := config.ParseEndpoints(cfg.List("advertised.listeners")); err == nil {
 		for _, ep := range advs {

@@ -253,6 +253,9 @@ func (m *Manager) DirOf(tp TopicPartition) string {
 	return m.dirOf[tp]
 }
 
+// FS is the filesystem the logs live on.
+func (m *Manager) FS() vfs.FS { return m.o.FS }
+
 // Dirs returns the configured log dirs.
 func (m *Manager) Dirs() []string { return m.o.Dirs }
 

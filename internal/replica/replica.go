@@ -1,10 +1,13 @@
 package replica
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +115,9 @@ func (m *Manager) Host(tp logmgr.TopicPartition, topicID [16]byte, cfg log.Confi
 	}
 	l, err := m.logs.GetOrCreate(tp, cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := writePartitionMetadata(m.logs, l.Dir(), topicID); err != nil {
 		return nil, err
 	}
 	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR}
@@ -260,4 +266,18 @@ func (w *Waiter) Done() {
 	for _, p := range w.parts {
 		p.removeWaiter(w.ch)
 	}
+}
+
+// PartitionMetadataFile is Kafka's per-partition file naming the topic id.
+const PartitionMetadataFile = "partition.metadata"
+
+// writePartitionMetadata writes Kafka's partition.metadata ("version: 0",
+// "topic_id: <base64url id>") unless it already says this topic id.
+func writePartitionMetadata(logs *logmgr.Manager, dir string, topicID [16]byte) error {
+	body := []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(topicID[:])))
+	path := filepath.Join(dir, PartitionMetadataFile)
+	if old, err := log.ReadFile(logs.FS(), path); err == nil && bytes.Equal(old, body) {
+		return nil
+	}
+	return log.WriteFileAtomic(logs.FS(), path, body)
 }
