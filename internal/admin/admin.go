@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -86,6 +87,10 @@ func New(cfg Config) *Admin {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	a.mux.HandleFunc("GET /livez", serveLivez)
+	// Go's profiler, for operators chasing CPU or memory (loopback by default).
+	a.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	a.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	a.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	a.mux.HandleFunc("GET /readyz", a.serveReadyz)
 	a.mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(reg,
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{

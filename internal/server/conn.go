@@ -199,8 +199,48 @@ func (c *conn) trimBuffers() {
 		c.probes = [kmsg.MaxKey + 1]kmsg.Request{}
 	}
 	if cap(c.out) > retainBufferBytes {
+		b := c.out[:0]
+		bigBuffers.Put(&b)
 		c.out = nil
 	}
+}
+
+// bigBuffers holds response buffers too large for a connection to keep, so
+// the next large response (on any connection) reuses one instead of
+// allocating and growing a new one.
+var bigBuffers sync.Pool
+
+// responseBuffer returns c.out with room for at least hint bytes.
+func (c *conn) responseBuffer(hint int) []byte {
+	if hint <= cap(c.out) {
+		return c.out[:0]
+	}
+	if p, ok := bigBuffers.Get().(*[]byte); ok {
+		if cap(*p) >= hint {
+			return (*p)[:0]
+		}
+	}
+	return make([]byte, 0, hint)
+}
+
+// responseSizeHint estimates the encoded size of responses that carry bulk
+// record data, so the encode buffer is sized once instead of grown by
+// repeated doubling and copying.
+func responseSizeHint(resp kmsg.Response) int {
+	f, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	n := 256
+	for i := range f.Topics {
+		t := &f.Topics[i]
+		n += 64 + len(t.Topic)
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			n += 128 + len(p.RecordBatches) + 32*len(p.AbortedTransactions)
+		}
+	}
+	return n
 }
 
 // processGuarded runs process, turning a panic in the framing code or the
@@ -373,7 +413,7 @@ func (c *conn) answerUnsupportedApiVersions(hdr requestHeader, minV, maxV int16,
 // writeResponse encodes resp into the reused buffer and writes it as one
 // frame with one write.
 func (c *conn) writeResponse(key int16, correlationID int32, resp kmsg.Response, received time.Time) bool {
-	c.out = appendResponseHeader(c.out[:0], correlationID, responseHeaderV1(key, resp.IsFlexible()))
+	c.out = appendResponseHeader(c.responseBuffer(responseSizeHint(resp)), correlationID, responseHeaderV1(key, resp.IsFlexible()))
 	c.out = resp.AppendTo(c.out)
 	finishFrame(c.out)
 	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
