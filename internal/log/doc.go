@@ -12,6 +12,10 @@
 //
 // Offsets are assigned once by Append and never reused: truncation (a
 // follower matching its leader) is the only way the LEO moves back.
+// TruncateTo(o) cuts before the batch holding o, so the LEO becomes that
+// batch's base offset; o below the first segment empties the log and restarts
+// it at o (Kafka's truncateFullyAndStartAt); the log start offset is lowered
+// to the new LEO if it was above it.
 //
 // # On-disk format (the same names and layouts as Kafka)
 //
@@ -34,26 +38,64 @@
 // being replaced carry .cleaned (being written), .swap (complete, about to
 // replace live segments) or .deleted (removed after file.delete.delay.ms).
 //
+// # Replacing segments (.cleaned, .swap, .deleted)
+//
+// A writer replacing live segments G (consecutive, base offsets from B) with
+// a rewrite follows Kafka's replaceSegments: write B.log.cleaned (and index
+// .cleaned files) and fsync them; rename them to .swap (the .log last) and
+// fsync the directory; rename every file of G to .deleted and fsync the
+// directory; rename the .swap files to their final names and fsync the
+// directory; then remove the .deleted files. Open undoes or completes a crash
+// at any step: .cleaned and .deleted files are removed; a B.log.swap replaces
+// every live segment whose base offset lies in [B, the offset after the
+// swap's last batch) and its indexes are rebuilt. So a rewrite whose last
+// batch comes from G's last segment recovers to exactly the old or the new
+// set; one that drops G's last segment entirely can recover with that
+// segment's old batches kept after the new ones (offsets still increase;
+// Kafka has the same limit). A damaged .swap is dropped while B.log is there.
+//
 // # Durability
 //
 // Append writes to the page cache. SyncTo(offset) is the group commit:
 // concurrent callers share one fdatasync of the active segment (rolled
 // segments, their indexes and new directory entries are synced first), and
-// RecoveryPoint reports the offset below which everything is durable.
-// Checkpoint and snapshot files are replaced atomically (temp file, fsync,
-// rename, directory fsync). Open after an unclean stop rescans every segment
-// holding offsets at or above the recovery point: each batch's length, CRC and
-// offsets are checked, indexes are rebuilt, and the file is cut at the first
-// bad byte (later segments are removed). A clean shutdown skips the rescan
-// but index files are still sanity-checked. Interrupted swaps are completed,
+// RecoveryPoint reports the offset below which everything is durable: the
+// log's bytes and the indexes of every segment wholly below it (a segment
+// rolled since the last sync holds it at that segment's base offset). Open
+// makes a partition directory it creates durable (fsync of the parent).
+// TruncateTo syncs its result but lowers RecoveryPoint: the caller rewrites
+// its recovery-point checkpoint after a truncation, as Kafka does. Checkpoint
+// and snapshot files are replaced atomically (temp file, fsync, rename,
+// directory fsync).
+//
+// Open after an unclean stop rescans every segment holding offsets at or
+// above the recovery point: each batch's length, CRC and offsets (increasing,
+// below the next segment's base offset) are checked, indexes are rebuilt (a
+// rebuilt closed segment gets its final time index entry), and the file is
+// cut at the first bad byte (later segments are removed). Producer snapshots
+// above the recovery point are not trusted after an unclean stop (they may
+// describe batches that never reached the disk): state is rebuilt from an
+// older one by replaying batch headers. A clean shutdown skips the rescan,
+// but index files are sanity-checked, every trusted segment's tail is walked
+// from its last index entry, and the active segment's index entries are
+// matched against its batches; a failed check means a rescan. Damage inside a
+// trusted segment (below the recovery point, or after a clean shutdown) is
+// not looked for: readers meet it as ErrCorruptSegment. A crash can leave a
+// closed segment shorter than the next segment's base offset (its unsynced
+// tail lost while the next segment's reached the disk): the gap is kept, as
+// Kafka keeps it, and readers skip it. Interrupted swaps are completed,
 // .cleaned/.deleted/.tmp leftovers removed.
 //
 // # Concurrency
 //
 // One appender at a time holds Log.mu (Append, roll, retention, truncation,
-// log start changes). Readers never take it: they load the published segment
-// list and offsets atomically and read only below a segment's published size;
-// index lookups take the index's read lock. Segments removed while a reader
-// may still hold them are renamed and closed only after file.delete.delay.ms.
-// syncMu serialises fsyncs and is taken before Log.mu, never after.
+// log start and high watermark changes). Read never takes it (the timestamp
+// lookups take it briefly for a segment's largest timestamp): Read loads
+// the LEO, then the published segment list, and reads below a segment's
+// published size, dropping any batch that reaches its maxOffset bound (sizes
+// can run ahead of the LEO it loaded); index lookups take the index's read
+// lock. Segments removed while a reader may still hold them are renamed and
+// closed only after file.delete.delay.ms. syncMu serialises fsyncs and is
+// taken before Log.mu, never after; Close and TruncateTo take both, so no
+// append slips between Close's final sync and its closing the files.
 package log

@@ -3,6 +3,7 @@ package log
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 
@@ -27,6 +28,7 @@ type index struct {
 	entrySize  int
 	buf        []byte
 	maxEntries int
+	scratch    [timeEntrySize]byte // the entry being added (mu held), so adding allocates nothing
 }
 
 func (x *index) entries() int { return len(x.buf) / x.entrySize }
@@ -37,12 +39,12 @@ func (x *index) isFull() bool {
 	return x.entries() >= x.maxEntries
 }
 
-func (x *index) appendEntry(e []byte) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+// appendEntryLocked writes the entry held in x.scratch. x.mu is held.
+func (x *index) appendEntryLocked() error {
 	if x.entries() >= x.maxEntries {
 		return fmt.Errorf("index %s is full (%d entries)", x.path, x.maxEntries)
 	}
+	e := x.scratch[:x.entrySize]
 	if _, err := x.file.WriteAt(e, int64(len(x.buf))); err != nil {
 		return err
 	}
@@ -90,16 +92,17 @@ func (x *index) extend() error {
 }
 
 func relOffsetKey(b []byte) int64 { return int64(int32(binary.BigEndian.Uint32(b))) }
-func timestampKey(b []byte) int64  { return int64(binary.BigEndian.Uint64(b)) }
+func timestampKey(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
 
 // offsetIndex maps relative offsets to byte positions in the .log file.
 type offsetIndex struct{ index }
 
 func (x *offsetIndex) add(offset int64, pos int64) error {
-	var e [offsetEntrySize]byte
-	binary.BigEndian.PutUint32(e[0:], uint32(offset-x.base))
-	binary.BigEndian.PutUint32(e[4:], uint32(pos))
-	return x.appendEntry(e[:])
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	binary.BigEndian.PutUint32(x.scratch[0:], uint32(offset-x.base))
+	binary.BigEndian.PutUint32(x.scratch[4:], uint32(pos))
+	return x.appendEntryLocked()
 }
 
 // lookup returns the largest indexed offset <= target and its position, or
@@ -154,10 +157,15 @@ func (x *offsetIndex) check(logSize int64) error {
 type timeIndex struct{ index }
 
 func (x *timeIndex) add(ts int64, offset int64) error {
-	var e [timeEntrySize]byte
-	binary.BigEndian.PutUint64(e[0:], uint64(ts))
-	binary.BigEndian.PutUint32(e[8:], uint32(offset-x.base))
-	return x.appendEntry(e[:])
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.addLocked(ts, offset)
+}
+
+func (x *timeIndex) addLocked(ts int64, offset int64) error {
+	binary.BigEndian.PutUint64(x.scratch[0:], uint64(ts))
+	binary.BigEndian.PutUint32(x.scratch[8:], uint32(offset-x.base))
+	return x.appendEntryLocked()
 }
 
 func (x *timeIndex) last() (ts int64, offset int64, ok bool) {
@@ -174,6 +182,9 @@ func (x *timeIndex) last() (ts int64, offset int64, ok bool) {
 // lookup returns the offset of the last entry with timestamp < target, from
 // where a scan for the first record at or after target can start; base if none.
 func (x *timeIndex) lookup(target int64) int64 {
+	if target == math.MinInt64 {
+		return x.base // target-1 would wrap to the largest timestamp
+	}
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	i := x.search(target-1, timestampKey)
@@ -241,7 +252,9 @@ func openIndex(x *index, fs vfs.FS, path string, base int64, entrySize, maxBytes
 	for n > 0 && isZero(buf[(n-1)*entrySize:n*entrySize]) {
 		n--
 	}
-	x.buf = buf[:n*entrySize]
+	// Copy out the entries: the preallocated file may be megabytes of zeros we
+	// must not keep in memory for every active segment.
+	x.buf = append(make([]byte, 0, n*entrySize+64*entrySize), buf[:n*entrySize]...)
 	if n > x.maxEntries {
 		x.maxEntries = n
 	}
@@ -261,9 +274,9 @@ func isZero(b []byte) bool {
 // final entry written when a segment becomes inactive).
 func (x *timeIndex) appendEntryForce(ts int64, offset int64) error {
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	if x.entries() >= x.maxEntries {
 		x.maxEntries++
 	}
-	x.mu.Unlock()
-	return x.add(ts, offset)
+	return x.addLocked(ts, offset)
 }

@@ -100,16 +100,28 @@ type Log struct {
 	hw       atomic.Int64
 	durable  atomic.Int64 // recovery point: everything below is fsynced
 
-	mu               sync.Mutex // appender and structural changes
-	producers        *producerState
-	epochs           *epochCache
-	unsynced         []*segment // rolled segments whose files are not yet fsynced
-	dirDirty         bool       // directory entries created since the last dir sync
+	mu        sync.Mutex // appender and structural changes
+	producers *producerState
+	epochs    *epochCache
+	unsynced  []*segment // rolled segments whose files are not yet fsynced
+	dirDirty  bool       // directory entries created since the last dir sync
+	// Published from unsynced and dirDirty (see noteSyncStateLocked), for
+	// SyncTo's fast path and RecoveryPoint.
+	pendingSync      atomic.Bool  // unsynced or dirDirty is set
+	unsyncedFrom     atomic.Int64 // base offset of the first unsynced rolled segment, MaxInt64 if none
 	unflushedRecords int64
 	lastFlush        int64
 	closed           bool
 
-	syncMu sync.Mutex // one fsync at a time; waiters share its result
+	syncMu sync.Mutex // one fsync (or truncation, or Close) at a time
+
+	// group elects the leader of a group commit; cond is broadcast when
+	// the sync under way (busy) ends.
+	group struct {
+		sync.Mutex
+		cond sync.Cond
+		busy bool
+	}
 }
 
 func (l *Log) config() *Config { return l.cfg.Load() }
@@ -145,7 +157,11 @@ func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 func (l *Log) HighWatermark() int64 { return l.hw.Load() }
 
 // SetHighWatermark moves the high watermark, clamped to [log start, LEO].
+// It takes l.mu so that a log start offset moved meanwhile by retention or
+// DeleteRecords cannot end up above the high watermark.
 func (l *Log) SetHighWatermark(hw int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if leo := l.leo.Load(); hw > leo {
 		hw = leo
 	}
@@ -155,8 +171,21 @@ func (l *Log) SetHighWatermark(hw int64) {
 	l.hw.Store(hw)
 }
 
-// RecoveryPoint is the offset below which everything is fsynced.
-func (l *Log) RecoveryPoint() int64 { return l.durable.Load() }
+// RecoveryPoint is the offset below which everything is fsynced: the log's
+// bytes, and the indexes of every segment wholly below it. A segment rolled
+// since the last sync holds it back to that segment's base offset, so that
+// recovery from a checkpoint of it rescans the segment.
+func (l *Log) RecoveryPoint() int64 { return min(l.durable.Load(), l.unsyncedFrom.Load()) }
+
+// noteSyncStateLocked publishes what is waiting for a sync. l.mu is held.
+func (l *Log) noteSyncStateLocked() {
+	from := int64(math.MaxInt64)
+	for _, s := range l.unsynced {
+		from = min(from, s.baseOffset)
+	}
+	l.unsyncedFrom.Store(from)
+	l.pendingSync.Store(len(l.unsynced) > 0 || l.dirDirty)
+}
 
 // LastStableOffset is min(first unstable offset, high watermark): no open
 // transaction's records lie below it.
@@ -210,6 +239,7 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 	if err != nil {
 		return AppendResult{}, err
 	}
+	batch = batch[:h.Size()] // a tail too short to be a batch is dropped, as Kafka trims it
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -287,6 +317,9 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) error {
 	}
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(batch, pos); err != nil {
+		// Drop whatever part was written, so that no stray bytes stay past
+		// the segment's size if it is sealed before the next write.
+		seg.file.Truncate(pos)
 		return fmt.Errorf("append to %s: %w", seg.path(LogSuffix), err)
 	}
 	if err := l.indexBatch(seg, h, pos); err != nil {
@@ -306,10 +339,17 @@ func (l *Log) indexBatch(seg *segment, h *record.Header, pos int64) error {
 	if seg.firstBatchMaxTimestamp < 0 {
 		seg.firstBatchMaxTimestamp = h.MaxTimestamp
 	}
+	if pos == 0 {
+		// Until a timestamp is seen, the first batch (not the segment's base
+		// offset, which a follower's first batch may lie beyond) holds the max.
+		seg.offsetOfMaxTimestamp = h.BaseOffset
+	}
 	if h.MaxTimestamp > seg.maxTimestamp {
 		seg.maxTimestamp, seg.offsetOfMaxTimestamp = h.MaxTimestamp, h.BaseOffset
 	}
-	if seg.bytesSinceIndexEntry > int64(cfg.IndexIntervalBytes) {
+	// A full index only happens while recovering a segment written under a
+	// larger segment.index.bytes (appends roll first): the index stays sparser.
+	if seg.bytesSinceIndexEntry > int64(cfg.IndexIntervalBytes) && !seg.index.isFull() && !seg.timeIndex.isFull() {
 		if err := seg.index.add(h.LastOffset(), pos); err != nil {
 			return err
 		}
@@ -362,6 +402,7 @@ func (l *Log) rollLocked(base int64, now int64) (*segment, error) {
 		return nil, err
 	}
 	l.unsynced = append(l.unsynced, old)
+	l.noteSyncStateLocked()
 	segs := append(append([]*segment(nil), l.segments()...), seg)
 	l.publish(segs)
 	l.logger.Debug("rolled segment", "dir", l.dir, "base_offset", base, "previous", old.baseOffset)
@@ -402,6 +443,7 @@ func (l *Log) createSegment(base int64, now int64) (*segment, error) {
 		return nil, err
 	}
 	l.dirDirty = true
+	l.noteSyncStateLocked()
 	return s, nil
 }
 
@@ -429,17 +471,46 @@ func (l *Log) Roll() error {
 
 // SyncTo makes the log durable at least up to offset upTo (group commit):
 // concurrent callers share one fdatasync of the active segment, and rolled
-// segments and new directory entries are synced first.
+// segments and new directory entries are synced first. One caller at a time
+// leads a sync of everything appended so far; the others wait for it to end,
+// all woken at once, and return if it covered them or elect the next leader
+// if not.
 func (l *Log) SyncTo(upTo int64) error {
-	if l.durable.Load() >= upTo {
-		return nil
+	covered := func() bool { return l.durable.Load() >= upTo && !l.pendingSync.Load() }
+	for !covered() {
+		l.group.Lock()
+		for l.group.busy && !covered() {
+			l.group.cond.Wait()
+		}
+		if covered() {
+			l.group.Unlock()
+			return nil
+		}
+		l.group.busy = true
+		l.group.Unlock()
+
+		err := l.syncOnce()
+
+		l.group.Lock()
+		l.group.busy = false
+		l.group.cond.Broadcast()
+		l.group.Unlock()
+		if err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// syncOnce syncs everything appended so far.
+func (l *Log) syncOnce() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	if l.durable.Load() >= upTo {
-		return nil
-	}
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
 	target := l.leo.Load()
 	seg := l.active()
 	rolled := l.unsynced
@@ -447,37 +518,56 @@ func (l *Log) SyncTo(upTo int64) error {
 	dirDirty := l.dirDirty
 	l.dirDirty = false
 	l.unflushedRecords = 0
+	l.noteSyncStateLocked()
 	l.mu.Unlock()
 
-	for i, s := range rolled {
-		for _, f := range []vfs.File{s.file, s.index.file, s.timeIndex.file} {
-			if err := f.Sync(); err != nil {
-				l.requeue(rolled[i:], dirDirty)
-				return fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
-			}
-		}
-	}
-	if err := seg.file.Sync(); err != nil {
-		l.requeue(nil, dirDirty)
-		return fmt.Errorf("sync %s: %w", seg.path(LogSuffix), err)
-	}
-	if dirDirty {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			l.requeue(nil, true)
-			return fmt.Errorf("sync dir %s: %w", l.dir, err)
-		}
+	if rest, err := l.syncFiles(rolled, seg, dirDirty); err != nil {
+		l.requeue(rest, dirDirty)
+		return err
 	}
 	if target > l.durable.Load() {
 		l.durable.Store(target)
 	}
+	l.mu.Lock()
 	l.lastFlush = l.nowMs()
+	l.mu.Unlock()
 	return nil
+}
+
+// syncFiles fsyncs rolled segments' files, then seg's log, then the
+// directory. A segment that retention or truncation removed meanwhile needs no
+// sync (its files may already be closed). On failure it returns what is still
+// to be synced.
+func (l *Log) syncFiles(rolled []*segment, seg *segment, dirDirty bool) (rest []*segment, err error) {
+	for i, s := range rolled {
+		for _, f := range [3]vfs.File{s.file, s.index.file, s.timeIndex.file} {
+			if err := f.Sync(); err != nil && !s.deleted.Load() {
+				return rolled[i:], fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
+			}
+		}
+	}
+	if err := seg.file.Sync(); err != nil && !seg.deleted.Load() {
+		return nil, fmt.Errorf("sync %s: %w", seg.path(LogSuffix), err)
+	}
+	if dirDirty {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return nil, fmt.Errorf("sync dir %s: %w", l.dir, err)
+		}
+	}
+	return nil, nil
 }
 
 func (l *Log) requeue(segs []*segment, dirDirty bool) {
 	l.mu.Lock()
-	l.unsynced = append(segs, l.unsynced...)
+	var keep []*segment
+	for _, s := range segs {
+		if !s.deleted.Load() {
+			keep = append(keep, s)
+		}
+	}
+	l.unsynced = append(keep, l.unsynced...)
 	l.dirDirty = l.dirDirty || dirDirty
+	l.noteSyncStateLocked()
 	l.mu.Unlock()
 }
 
@@ -524,18 +614,26 @@ func (l *Log) Producer(pid int64) (ProducerEntry, bool) {
 
 // Close syncs the log, writes a producer-state snapshot at the log end
 // offset, trims the active segment's indexes and closes every file. After a
-// clean Close the log reopens without a rescan.
+// clean Close the log reopens without a rescan. Appends racing with Close
+// either land before it (and are synced) or fail with ErrClosed.
 func (l *Log) Close() error {
-	if err := l.Flush(); err != nil {
-		return err
-	}
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil
 	}
-	l.closed = true
 	act := l.active()
+	if rest, err := l.syncFiles(l.unsynced, act, l.dirDirty); err != nil {
+		l.unsynced = rest
+		l.noteSyncStateLocked()
+		return err
+	}
+	l.unsynced, l.dirDirty = nil, false
+	l.noteSyncStateLocked()
+	l.durable.Store(l.leo.Load())
+	l.closed = true
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {
@@ -555,12 +653,15 @@ func (l *Log) Close() error {
 
 // Delete closes the log and removes its directory (topic deletion).
 func (l *Log) Delete() error {
+	l.syncMu.Lock() // no sync is under way on the files closed here
 	l.mu.Lock()
 	l.closed = true
 	for _, s := range l.segments() {
+		s.deleted.Store(true)
 		s.close()
 	}
 	l.mu.Unlock()
+	l.syncMu.Unlock()
 	if err := l.fs.RemoveAll(l.dir); err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func testBatch(t testing.TB, n int, ts int64, key string) []byte {
 
 func openTest(t testing.TB, fs vfs.FS, clk clock.Clock, cfg Config, clean bool) *Log {
 	t.Helper()
-	l, err := Open(Options{FS: fs, Clock: clk, Dir: "/data/t-0", Config: cfg,
+	l, err := Open(Options{FS: fs, Clock: clk, Dir: "/data/t-0", Config: cfg, Logger: discardLogger(),
 		RecoveryPoint: 0, LogStartOffset: -1, HighWatermark: -1, CleanShutdown: clean})
 	if err != nil {
 		t.Fatal(err)

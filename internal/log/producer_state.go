@@ -62,8 +62,8 @@ func (p *producerState) duplicate(h *record.Header) (batchMeta, bool) {
 	if e == nil || e.Epoch != h.ProducerEpoch {
 		return batchMeta{}, false
 	}
-	for _, b := range e.batches {
-		if b.firstSeq == h.BaseSequence && b.lastSeq == h.LastSequence() {
+	for i := len(e.batches) - 1; i >= 0; i-- {
+		if b := e.batches[i]; b.firstSeq == h.BaseSequence && b.lastSeq == h.LastSequence() {
 			return b, true
 		}
 	}

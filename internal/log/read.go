@@ -1,7 +1,9 @@
 package log
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/gregor-broker/gregor/internal/record"
@@ -21,11 +23,15 @@ func segmentFor(segs []*segment, offset int64) int {
 // log end offset, or at maxOffset, returns nothing. Offsets below the log start
 // offset or above the log end offset are ErrOffsetOutOfRange.
 func (l *Log) Read(dst []byte, offset int64, maxBytes int, maxOffset int64, minOneBatch bool) ([]byte, error) {
-	segs := l.segments()
+	// The log end offset is loaded before the segment list: the appender
+	// publishes a new segment before it writes into it, so every batch below
+	// leo is in this view. Segment sizes are loaded later still and may take
+	// in batches appended since; batchesBelow cuts those off.
 	leo := l.leo.Load()
-	if offset < l.logStart.Load() || offset > leo {
+	segs := l.segments()
+	if logStart := l.logStart.Load(); offset < logStart || offset > leo {
 		return dst, fmt.Errorf("%w: offset %d, log start offset %d, log end offset %d",
-			ErrOffsetOutOfRange, offset, l.logStart.Load(), leo)
+			ErrOffsetOutOfRange, offset, logStart, leo)
 	}
 	if maxOffset > leo {
 		maxOffset = leo
@@ -46,20 +52,12 @@ func (l *Log) Read(dst []byte, offset int64, maxBytes int, maxOffset int64, minO
 		if !ok {
 			continue // compacted away, or offset past this segment: try the next
 		}
-		if start.hdr.BaseOffset >= maxOffset {
-			return dst, nil
+		if start.hdr.LastOffset() >= maxOffset {
+			return dst, nil // the batch holding maxOffset is never returned
 		}
-		limit := size
-		if maxOffset < leo {
-			if end, ok, err := s.findBatch(maxOffset, size); err != nil {
-				return dst, err
-			} else if ok {
-				limit = end.pos
-			}
-		}
-		want := limit - start.pos
+		want := size - start.pos
 		if want > int64(maxBytes) {
-			want = int64(maxBytes)
+			want = max(int64(maxBytes), 0)
 			if want < int64(start.hdr.Size()) {
 				if !minOneBatch {
 					return dst, nil
@@ -68,25 +66,29 @@ func (l *Log) Read(dst []byte, offset int64, maxBytes int, maxOffset int64, minO
 			}
 		}
 		n := len(dst)
-		dst = append(dst, make([]byte, want)...)
+		dst = slices.Grow(dst, int(want))[:n+int(want)]
 		if _, err := s.readAt(dst[n:], start.pos); err != nil {
 			return dst[:n], fmt.Errorf("read %s: %w", s.path(LogSuffix), err)
 		}
-		return dst[:n+wholeBatches(dst[n:])], nil
+		return dst[:n+batchesBelow(dst[n:], maxOffset)], nil
 	}
 	return dst, nil
 }
 
-// wholeBatches is the length of the prefix of b made of complete batches.
-func wholeBatches(b []byte) int {
+// batchesBelow is the length of the prefix of b made of complete batches
+// whose last offset is below maxOffset.
+func batchesBelow(b []byte, maxOffset int64) int {
 	n := 0
 	for {
-		batch, rest, ok := record.Split(b[n:])
-		if !ok {
+		batch, _, ok := record.Split(b[n:])
+		if !ok || len(batch) < record.HeaderSize {
+			return n
+		}
+		last := int64(binary.BigEndian.Uint64(batch[0:])) + int64(int32(binary.BigEndian.Uint32(batch[23:])))
+		if last >= maxOffset {
 			return n
 		}
 		n += len(batch)
-		_ = rest
 	}
 }
 
@@ -125,16 +127,48 @@ func (l *Log) FindOffsetByTimestamp(ts int64) (TimestampOffset, bool, error) {
 		if found == nil {
 			continue
 		}
-		return l.recordAtOrAfter(s, found, func(rts int64) bool { return rts >= ts }, logStart)
+		// The batch reaches ts, but perhaps only with records below the log
+		// start offset: then the answer lies further on.
+		res, ok, err := l.recordAtOrAfter(s, found, func(rts int64) bool { return rts >= ts }, logStart)
+		if err != nil || ok {
+			return res, ok, err
+		}
+		if res, ok, err = l.findInSegmentAfter(s, found, ts, logStart); err != nil || ok {
+			return res, ok, err
+		}
 	}
 	return TimestampOffset{}, false, nil
+}
+
+// findInSegmentAfter continues FindOffsetByTimestamp in s after the batch at bp.
+func (l *Log) findInSegmentAfter(s *segment, bp *batchPos, ts, logStart int64) (TimestampOffset, bool, error) {
+	var res TimestampOffset
+	var found bool
+	var ierr error
+	err := s.scanFrom(bp.pos+int64(bp.hdr.Size()), s.size.Load(), func(next batchPos) bool {
+		if next.hdr.MaxTimestamp < ts || next.hdr.LastOffset() < logStart {
+			return true
+		}
+		res, found, ierr = l.recordAtOrAfter(s, &next, func(rts int64) bool { return rts >= ts }, logStart)
+		return ierr == nil && !found
+	})
+	if err == nil {
+		err = ierr
+	}
+	return res, found, err
 }
 
 // recordAtOrAfter finds the first record of the batch at bp matching pred.
 func (l *Log) recordAtOrAfter(s *segment, bp *batchPos, pred func(int64) bool, logStart int64) (TimestampOffset, bool, error) {
 	h := bp.hdr
 	if h.LogAppendTime() {
-		return TimestampOffset{Timestamp: h.MaxTimestamp, Offset: max(h.BaseOffset, logStart), LeaderEpoch: h.LeaderEpoch}, true, nil
+		// Every record has the append time; the first one not below the
+		// log start offset, if the batch has one.
+		off := max(h.BaseOffset, logStart)
+		if off > h.LastOffset() || !pred(h.MaxTimestamp) {
+			return TimestampOffset{}, false, nil
+		}
+		return TimestampOffset{Timestamp: h.MaxTimestamp, Offset: off, LeaderEpoch: h.LeaderEpoch}, true, nil
 	}
 	buf := make([]byte, h.Size())
 	if _, err := s.readAt(buf, bp.pos); err != nil {

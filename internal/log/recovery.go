@@ -1,9 +1,13 @@
 package log
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,10 +25,11 @@ func Open(o Options) (*Log, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if err := o.FS.MkdirAll(o.Dir, 0o755); err != nil {
+	if err := makeDirDurable(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
 	l := &Log{fs: o.FS, clock: o.Clock, dir: o.Dir, logger: o.Logger, producers: newProducerState()}
+	l.group.cond.L = &l.group.Mutex
 	cfg := o.Config
 	l.cfg.Store(&cfg)
 	l.lastFlush = l.nowMs()
@@ -47,6 +52,34 @@ func Open(o Options) (*Log, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// makeDirDurable creates dir and any missing parents, and syncs the parent of
+// every directory it creates: a new directory entry is durable only once its
+// parent is synced, and without that a crash could lose the partition
+// directory with every acknowledged record in it.
+func makeDirDurable(fs vfs.FS, dir string) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := fs.Stat(d); err == nil {
+			break
+		} else if !vfs.IsNotExist(err) {
+			return err
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(created) - 1; i >= 0; i-- {
+		if err := fs.SyncDir(filepath.Dir(created[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *epochCache) pathOr(dir string) string {
@@ -116,17 +149,26 @@ func (l *Log) completeSwap(name string) error {
 	if err != nil {
 		return err
 	}
-	size, _ := f.Size()
+	size, err := f.Size()
 	tmp := &segment{dir: l.dir, baseOffset: base, file: f}
 	next := base
-	err = tmp.scanFrom(0, size, func(bp batchPos) bool { next = bp.hdr.NextOffset(); return true })
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("swap file %s is damaged: %w", swapPath, err)
+	if err == nil {
+		err = tmp.scanFrom(0, size, func(bp batchPos) bool { next = bp.hdr.NextOffset(); return true })
 	}
-	names, err := l.fs.List(l.dir)
+	f.Close()
+	names, lerr := l.fs.List(l.dir)
+	if lerr != nil {
+		return lerr
+	}
 	if err != nil {
-		return err
+		// A swap file is complete before it is renamed to .swap, so this is
+		// disk damage. While the segment it replaces is still there, keep
+		// the old set; otherwise install it and let recovery cut it.
+		if slices.Contains(names, FileName(base)+LogSuffix) {
+			l.logger.Warn("dropping damaged swap file", "path", swapPath, "err", err)
+			return l.fs.Remove(swapPath)
+		}
+		l.logger.Warn("installing damaged swap file for recovery", "path", swapPath, "err", err)
 	}
 	for _, n := range names {
 		off, ok := ParseFileName(n)
@@ -211,10 +253,19 @@ func (l *Log) load(segs []*segment, o Options) error {
 			} else if err := s.timeIndex.check(); err != nil {
 				l.logger.Warn("rebuilding time index", "dir", l.dir, "segment", s.baseOffset, "err", err)
 				needScan = true
+			} else if err := s.checkTail(); err != nil {
+				// A recovery-point checkpoint older than a truncation can
+				// vouch for a segment whose tail was rewritten and lost.
+				l.logger.Warn("rescanning segment with a damaged tail", "dir", l.dir, "segment", s.baseOffset, "err", err)
+				needScan = true
 			}
 		}
 		if needScan {
-			truncated, err := l.recoverSegment(s)
+			limit := int64(math.MaxInt64)
+			if !last {
+				limit = segs[i+1].baseOffset
+			}
+			truncated, err := l.recoverSegment(s, limit)
 			if err != nil {
 				return err
 			}
@@ -225,6 +276,13 @@ func (l *Log) load(segs []*segment, o Options) error {
 					return err
 				}
 				segs = segs[:i+1]
+			} else if !last {
+				// A rebuilt closed segment gets the final time index entry
+				// rolling gave it, or a clean restart would not know its
+				// largest timestamp.
+				if err := l.sealSegment(s); err != nil {
+					return err
+				}
 			}
 		} else if last {
 			if err := l.loadActiveState(s); err != nil {
@@ -271,7 +329,13 @@ func (l *Log) load(segs []*segment, o Options) error {
 	if err := l.epochs.truncateFromStart(logStart); err != nil {
 		return err
 	}
-	if err := l.loadProducerState(logStart, leo); err != nil {
+	// After an unclean stop a snapshot above the recovery point may describe
+	// batches that did not reach the disk: rebuild from an older one.
+	trusted := leo
+	if !o.CleanShutdown {
+		trusted = min(leo, recoverFrom)
+	}
+	if err := l.loadProducerState(logStart, trusted); err != nil {
 		return err
 	}
 	// Everything loaded is now known good; make it durable and call it the
@@ -282,6 +346,7 @@ func (l *Log) load(segs []*segment, o Options) error {
 		l.unsynced = nil
 		l.durable.Store(leo)
 	}
+	l.noteSyncStateLocked()
 	if err := l.SyncTo(leo); err != nil {
 		return err
 	}
@@ -297,9 +362,10 @@ func (l *Log) load(segs []*segment, o Options) error {
 }
 
 // recoverSegment rescans a segment: every batch is read and checked (length,
-// CRC, offsets increasing), the indexes are rebuilt, and the file is
-// truncated at the first bad byte. It reports whether bytes were cut.
-func (l *Log) recoverSegment(s *segment) (bool, error) {
+// CRC, offsets increasing and below limit, the next segment's base offset),
+// the indexes are rebuilt, and the file is truncated at the first bad byte.
+// It reports whether bytes were cut.
+func (l *Log) recoverSegment(s *segment, limit int64) (bool, error) {
 	if err := s.index.truncateEntries(0); err != nil {
 		return false, err
 	}
@@ -312,12 +378,12 @@ func (l *Log) recoverSegment(s *segment) (bool, error) {
 	var pos int64
 	var bad error
 	buf := make([]byte, 0, 64<<10)
+	var hb [record.HeaderSize]byte
 	for pos < size {
 		if size-pos < record.HeaderSize {
 			bad = fmt.Errorf("%d stray bytes", size-pos)
 			break
 		}
-		var hb [record.HeaderSize]byte
 		if _, err := s.readAt(hb[:], pos); err != nil {
 			return false, err
 		}
@@ -341,8 +407,8 @@ func (l *Log) recoverSegment(s *segment) (bool, error) {
 			bad = err
 			break
 		}
-		if h.BaseOffset < s.nextOffset || h.LastOffset()-s.baseOffset > 1<<31-1 {
-			bad = fmt.Errorf("batch offsets %d..%d do not follow %d", h.BaseOffset, h.LastOffset(), s.nextOffset)
+		if h.BaseOffset < s.nextOffset || h.LastOffset()-s.baseOffset > 1<<31-1 || h.LastOffset() >= limit {
+			bad = fmt.Errorf("batch offsets %d..%d do not follow %d or reach %d", h.BaseOffset, h.LastOffset(), s.nextOffset, limit)
 			break
 		}
 		if err := l.indexBatch(s, &h, pos); err != nil {
@@ -381,12 +447,17 @@ func (l *Log) loadActiveState(s *segment) error {
 	if ts, off, ok := s.timeIndex.last(); ok {
 		s.maxTimestamp, s.offsetOfMaxTimestamp = ts, off
 	}
+	// The whole segment is walked anyway: check on the way that every index
+	// entry names a batch as it is (a trusted index that does not would send
+	// readers into the middle of a batch).
+	v := indexVerifier{s: s}
 	first := true
 	err := s.scanFrom(0, s.size.Load(), func(bp batchPos) bool {
 		h := bp.hdr
 		if first {
 			s.firstBatchMaxTimestamp, first = h.MaxTimestamp, false
 		}
+		v.batch(bp)
 		if bp.pos >= idxPos {
 			if h.MaxTimestamp > s.maxTimestamp {
 				s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.BaseOffset
@@ -398,16 +469,57 @@ func (l *Log) loadActiveState(s *segment) error {
 		s.nextOffset = h.NextOffset()
 		return true
 	})
+	if err == nil && !v.done() {
+		err = fmt.Errorf("%w: %s: index entries do not match the batches", ErrCorruptSegment, s.path(IndexSuffix))
+	}
 	if errors.Is(err, ErrCorruptSegment) {
 		// A clean shutdown should never leave this; rescan properly.
-		_, err = l.recoverSegment(s)
+		l.logger.Warn("rescanning active segment", "dir", l.dir, "segment", s.baseOffset, "err", err)
+		_, err = l.recoverSegment(s, math.MaxInt64)
 	}
 	return err
 }
 
+// indexVerifier matches a segment's index entries against its batches, in
+// file order: an offset index entry must sit at a batch's position and carry
+// its last offset; a time index entry must name a batch's base offset and its
+// max timestamp.
+type indexVerifier struct {
+	s         *segment
+	off, time int // next entry of each index
+	bad       bool
+}
+
+func (v *indexVerifier) batch(bp batchPos) {
+	x, tx := &v.s.index, &v.s.timeIndex
+	for v.off < x.entries() {
+		e := x.buf[v.off*offsetEntrySize:]
+		rel, pos := relOffsetKey(e), int64(binary.BigEndian.Uint32(e[4:]))
+		if pos > bp.pos {
+			break
+		}
+		v.bad = v.bad || pos < bp.pos || x.base+rel != bp.hdr.LastOffset()
+		v.off++
+	}
+	for v.time < tx.entries() {
+		e := tx.buf[v.time*timeEntrySize:]
+		ts, off := timestampKey(e), tx.base+relOffsetKey(e[8:])
+		if off > bp.hdr.BaseOffset {
+			break
+		}
+		v.bad = v.bad || off < bp.hdr.BaseOffset || ts != bp.hdr.MaxTimestamp
+		v.time++
+	}
+}
+
+func (v *indexVerifier) done() bool {
+	return !v.bad && v.off == v.s.index.entries() && v.time == v.s.timeIndex.entries()
+}
+
 // loadProducerState restores producer state from the newest usable snapshot
-// at or below leo and replays batch headers from there.
-func (l *Log) loadProducerState(logStart, leo int64) error {
+// at or below upTo (snapshots above it are removed) and replays batch headers
+// from there to the end of the log.
+func (l *Log) loadProducerState(logStart, upTo int64) error {
 	offs, err := listSnapshots(l.fs, l.dir)
 	if err != nil {
 		return err
@@ -415,7 +527,7 @@ func (l *Log) loadProducerState(logStart, leo int64) error {
 	from := logStart
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]
-		if off > leo {
+		if off > upTo {
 			if err := l.fs.Remove(snapshotPath(l.dir, off)); err != nil && !vfs.IsNotExist(err) {
 				return err
 			}
@@ -425,6 +537,10 @@ func (l *Log) loadProducerState(logStart, leo int64) error {
 		if err == nil {
 			var ps *producerState
 			if ps, err = decodeSnapshot(data); err == nil {
+				// Producers the log start offset has passed were evicted
+				// after the snapshot was taken; they must not come back and
+				// meet a reused sequence on replay.
+				ps.evictBelow(logStart)
 				l.producers = ps
 				from = max(off, logStart)
 				break
@@ -437,13 +553,27 @@ func (l *Log) loadProducerState(logStart, leo int64) error {
 		if i+1 < len(segs) && segs[i+1].baseOffset <= from {
 			continue
 		}
-		_, pos := s.index.lookup(from)
-		err := s.scanFrom(pos, s.size.Load(), func(bp batchPos) bool {
-			if bp.hdr.BaseOffset >= from {
+		replay := func(bp batchPos) bool {
+			if bp.hdr.LastOffset() >= from { // with the batch holding the log start offset
 				l.producers.update(&bp.hdr)
 			}
 			return true
-		})
+		}
+		_, pos := s.index.lookup(from)
+		err := s.scanFrom(pos, s.size.Load(), replay)
+		if errors.Is(err, ErrCorruptSegment) && pos > 0 {
+			// A trusted index entry that does not point at a batch: scan the
+			// segment from its start instead.
+			err = s.scanFrom(0, s.size.Load(), replay)
+		}
+		if errors.Is(err, ErrCorruptSegment) {
+			// Only a segment trusted without a rescan (clean shutdown, below
+			// the recovery point) gets here; readers will meet the same
+			// damage as ErrCorruptSegment. Producer state stops at it.
+			l.logger.Warn("producer state replay stopped at a damaged segment", "dir", l.dir,
+				"segment", s.baseOffset, "err", err)
+			break
+		}
 		if err != nil {
 			return err
 		}

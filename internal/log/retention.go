@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gregor-broker/gregor/internal/vfs"
@@ -98,6 +99,7 @@ func (l *Log) dropPrefixLocked(n int) error {
 	}
 	l.publish(rest)
 	l.unsynced = without(l.unsynced, gone)
+	l.noteSyncStateLocked()
 	if err := l.epochs.truncateFromStart(l.logStart.Load()); err != nil {
 		return err
 	}
@@ -144,6 +146,9 @@ func (l *Log) deleteSegments(segs []*segment) error {
 	if len(segs) == 0 {
 		return nil
 	}
+	for _, s := range segs {
+		s.deleted.Store(true)
+	}
 	var renamed []string
 	for _, s := range segs {
 		for _, sfx := range segmentSuffixes() {
@@ -181,6 +186,7 @@ func (l *Log) deleteSegments(segs []*segment) error {
 // removeSegmentFiles removes segments' files at once (load-time cleanup).
 func (l *Log) removeSegmentFiles(segs []*segment) error {
 	for _, s := range segs {
+		s.deleted.Store(true)
 		s.close()
 		for _, sfx := range segmentSuffixes() {
 			if err := l.fs.Remove(s.path(sfx)); err != nil && !vfs.IsNotExist(err) {
@@ -228,8 +234,12 @@ func (l *Log) IncrementLogStartOffset(offset int64) (int64, error) {
 }
 
 // TruncateTo removes every batch at or above offset (a follower truncating
-// to its leader's log). Segments starting at or above it are deleted; the
-// segment holding it is cut at the batch containing offset. The result is
+// to its leader's log). Segments starting above it are deleted; the segment
+// holding it is cut before the batch containing offset, so the log end offset
+// becomes that batch's base offset (offset itself when it is a batch
+// boundary). An offset below the first segment empties the log and restarts
+// it at offset, as Kafka's truncateFullyAndStartAt does. The log start offset
+// is lowered to the new log end offset if it was above it. The result is
 // synced before returning.
 func (l *Log) TruncateTo(offset int64) error {
 	l.syncMu.Lock()
@@ -239,56 +249,27 @@ func (l *Log) TruncateTo(offset int64) error {
 	if l.closed {
 		return ErrClosed
 	}
+	if offset < 0 {
+		return fmt.Errorf("%w: cannot truncate to %d", ErrOffsetOutOfRange, offset)
+	}
 	if offset >= l.leo.Load() {
 		return nil
 	}
-	if offset < l.logStart.Load() {
-		offset = l.logStart.Load()
+	var err error
+	if segs := l.segments(); offset < segs[0].baseOffset {
+		err = l.truncateFullyLocked(offset)
+	} else {
+		err = l.truncateSegmentsLocked(offset)
 	}
-	segs := l.segments()
-	keep := segmentFor(segs, offset)
-	if keep < 0 {
-		keep = 0
-	}
-	s := segs[keep]
-	gone := segs[keep+1:]
-	cut, ok, err := s.findBatch(offset, s.size.Load())
 	if err != nil {
 		return err
 	}
-	if ok {
-		if err := s.file.Truncate(cut.pos); err != nil {
-			return err
-		}
-		s.size.Store(cut.pos)
+	leo := l.leo.Load()
+	if l.logStart.Load() > leo {
+		l.logStart.Store(leo)
 	}
-	if err := s.index.truncateTo(offset); err != nil {
-		return err
-	}
-	if err := s.timeIndex.truncateTo(offset); err != nil {
-		return err
-	}
-	if err := l.loadActiveStateAfterTruncate(s); err != nil {
-		return err
-	}
-	l.publish(append([]*segment(nil), segs[:keep+1]...))
-	l.unsynced = without(l.unsynced, gone)
-	if err := l.deleteSegments(gone); err != nil {
-		return err
-	}
-	if err := s.index.extend(); err != nil {
-		return err
-	}
-	if err := s.timeIndex.extend(); err != nil {
-		return err
-	}
-	leo := max(s.nextOffset, s.baseOffset)
-	l.leo.Store(leo)
 	if l.hw.Load() > leo {
 		l.hw.Store(leo)
-	}
-	if err := s.file.Sync(); err != nil {
-		return err
 	}
 	if l.durable.Load() > leo {
 		l.durable.Store(leo)
@@ -313,6 +294,76 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.logger.Info("truncated log", "dir", l.dir, "log_end_offset", leo)
 	return nil
+}
+
+// truncateSegmentsLocked cuts the segment holding offset and deletes the
+// segments after it.
+func (l *Log) truncateSegmentsLocked(offset int64) error {
+	segs := l.segments()
+	keep := segmentFor(segs, offset)
+	s := segs[keep]
+	gone := segs[keep+1:]
+	end := offset
+	cut, ok, err := s.findBatch(offset, s.size.Load())
+	if err != nil {
+		return err
+	}
+	if ok {
+		if err := s.file.Truncate(cut.pos); err != nil {
+			return err
+		}
+		s.size.Store(cut.pos)
+		end = cut.hdr.BaseOffset
+	}
+	// Offset index entries are keyed by a batch's last offset, time index
+	// entries point at a batch's base offset: both go from end on.
+	if err := s.index.truncateTo(end); err != nil {
+		return err
+	}
+	if err := s.timeIndex.truncateTo(end); err != nil {
+		return err
+	}
+	if err := l.loadActiveStateAfterTruncate(s); err != nil {
+		return err
+	}
+	l.publish(append([]*segment(nil), segs[:keep+1]...))
+	l.unsynced = without(l.unsynced, gone)
+	l.noteSyncStateLocked()
+	if err := l.deleteSegments(gone); err != nil {
+		return err
+	}
+	if err := s.index.extend(); err != nil {
+		return err
+	}
+	if err := s.timeIndex.extend(); err != nil {
+		return err
+	}
+	l.leo.Store(max(s.nextOffset, s.baseOffset))
+	return s.file.Sync()
+}
+
+// truncateFullyLocked replaces every segment with an empty one at offset.
+func (l *Log) truncateFullyLocked(offset int64) error {
+	segs := l.segments()
+	seg, err := l.createSegment(offset, l.nowMs())
+	if err != nil {
+		return err
+	}
+	l.publish([]*segment{seg})
+	l.unsynced = nil
+	l.noteSyncStateLocked()
+	l.leo.Store(offset)
+	l.logStart.Store(offset)
+	// Every epoch entry and producer snapshot describes offsets that are gone.
+	if err := l.epochs.truncateFromEnd(math.MinInt64); err != nil {
+		return err
+	}
+	if err := l.deleteSnapshotsBelow(math.MaxInt64); err != nil {
+		return err
+	}
+	// deleteSegments syncs the directory, which makes the new segment's
+	// entries durable with the old ones' removal.
+	return l.deleteSegments(segs)
 }
 
 func (l *Log) loadActiveStateAfterTruncate(s *segment) error {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gregor-broker/gregor/internal/record"
@@ -59,6 +60,8 @@ type segment struct {
 	createdMs              int64
 	rollJitterMs           int64
 	rebuild                bool // indexes missing at load
+
+	deleted atomic.Bool // removed from the log; its files are being deleted
 }
 
 func (s *segment) path(suffix string) string {
@@ -73,6 +76,8 @@ func (s *segment) readAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+var headerBufs = sync.Pool{New: func() any { return new([record.HeaderSize]byte) }}
+
 // batchPos is where a batch sits in a segment.
 type batchPos struct {
 	pos int64
@@ -84,15 +89,19 @@ type batchPos struct {
 // headers. A batch that does not fit or a bad header ends the walk with
 // ErrCorruptSegment.
 func (s *segment) scanFrom(pos, limit int64, fn func(bp batchPos) bool) error {
-	var hb [record.HeaderSize]byte
+	// The header buffer escapes through File.ReadAt; a pooled one keeps
+	// reads free of allocations.
+	hp := headerBufs.Get().(*[record.HeaderSize]byte)
+	defer headerBufs.Put(hp)
+	hb := hp[:]
 	for pos < limit {
 		if limit-pos < record.HeaderSize {
 			return fmt.Errorf("%w: %s: %d stray bytes at position %d", ErrCorruptSegment, s.path(LogSuffix), limit-pos, pos)
 		}
-		if _, err := s.readAt(hb[:], pos); err != nil {
+		if _, err := s.readAt(hb, pos); err != nil {
 			return err
 		}
-		h, err := record.ParseHeader(hb[:])
+		h, err := record.ParseHeader(hb)
 		if err != nil {
 			return fmt.Errorf("%w: %s at position %d: %v", ErrCorruptSegment, s.path(LogSuffix), pos, err)
 		}
@@ -122,6 +131,14 @@ func (s *segment) findBatch(target, limit int64) (batchPos, bool, error) {
 		return true
 	})
 	return found, ok, err
+}
+
+// checkTail walks the batch headers from the last offset index entry to the
+// end of the file: a cheap check that a segment trusted without a rescan ends
+// with a whole batch.
+func (s *segment) checkTail() error {
+	_, pos := s.index.lookup(s.index.lastOffset())
+	return s.scanFrom(pos, s.size.Load(), func(batchPos) bool { return true })
 }
 
 func (s *segment) close() error {
