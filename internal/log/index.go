@@ -16,10 +16,13 @@ const (
 )
 
 // index is a segment's .index or .timeindex: fixed-size entries sorted by
-// their key, mirrored in memory and written through to the file. The file is
-// extended to the configured maximum size (sparse) while the segment is
-// active and trimmed to its entries when the segment rolls or closes, as
-// Kafka does. Readers take mu for reading; the log's appender takes it to add.
+// their key, held in memory. New entries reach the file when it is trimmed
+// (the segment rolls or the log closes), not one write per entry: an active
+// segment's index is rebuilt after an unclean stop, and checked against the
+// batches after a clean one. The file is extended to the configured maximum
+// size (sparse) while the segment is active and trimmed to its entries when
+// the segment rolls or closes, as Kafka does. Readers take mu for reading;
+// the log's appender takes it to add.
 type index struct {
 	mu         sync.RWMutex
 	file       vfs.File
@@ -27,6 +30,7 @@ type index struct {
 	base       int64
 	entrySize  int
 	buf        []byte
+	flushed    int // entries written to the file
 	maxEntries int
 	scratch    [timeEntrySize]byte // the entry being added (mu held), so adding allocates nothing
 }
@@ -44,11 +48,20 @@ func (x *index) appendEntryLocked() error {
 	if x.entries() >= x.maxEntries {
 		return fmt.Errorf("index %s is full (%d entries)", x.path, x.maxEntries)
 	}
-	e := x.scratch[:x.entrySize]
-	if _, err := x.file.WriteAt(e, int64(len(x.buf))); err != nil {
+	x.buf = append(x.buf, x.scratch[:x.entrySize]...)
+	return nil
+}
+
+// flushLocked writes the entries not yet in the file. x.mu is held.
+func (x *index) flushLocked() error {
+	if x.flushed >= x.entries() {
+		return nil
+	}
+	off := x.flushed * x.entrySize
+	if _, err := x.file.WriteAt(x.buf[off:], int64(off)); err != nil {
 		return err
 	}
-	x.buf = append(x.buf, e...)
+	x.flushed = x.entries()
 	return nil
 }
 
@@ -69,18 +82,24 @@ func (x *index) truncateEntries(i int) error {
 	if i >= x.entries() {
 		return nil
 	}
-	zero := make([]byte, len(x.buf)-i*x.entrySize)
-	if _, err := x.file.WriteAt(zero, int64(i*x.entrySize)); err != nil {
-		return err
+	if i < x.flushed {
+		zero := make([]byte, (x.flushed-i)*x.entrySize)
+		if _, err := x.file.WriteAt(zero, int64(i*x.entrySize)); err != nil {
+			return err
+		}
+		x.flushed = i
 	}
 	x.buf = x.buf[:i*x.entrySize]
 	return nil
 }
 
-// trim shrinks the file to the entries it holds.
+// trim writes out pending entries and shrinks the file to them.
 func (x *index) trim() error {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.flushLocked(); err != nil {
+		return err
+	}
 	return x.file.Truncate(int64(len(x.buf)))
 }
 
@@ -255,6 +274,7 @@ func openIndex(x *index, fs vfs.FS, path string, base int64, entrySize, maxBytes
 	// Copy out the entries: the preallocated file may be megabytes of zeros we
 	// must not keep in memory for every active segment.
 	x.buf = append(make([]byte, 0, n*entrySize+64*entrySize), buf[:n*entrySize]...)
+	x.flushed = n
 	if n > x.maxEntries {
 		x.maxEntries = n
 	}

@@ -131,6 +131,8 @@ func rapidDefaults(checks, steps, longChecks, longSteps int) {
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if longTests() {
 		checks, steps = longChecks, longSteps
+	} else if raceEnabled {
+		checks, steps = max(checks/10, 10), steps/2 // the race detector slows rapid ~80x
 	}
 	if !set["rapid.checks"] {
 		flag.Set("rapid.checks", fmt.Sprint(checks))
