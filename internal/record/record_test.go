@@ -175,3 +175,15 @@ func FuzzValidateProduce(f *testing.F) {
 		_ = Iterate(b, 1<<20, func(*Record) error { return nil })
 	})
 }
+
+func TestValidateProduceDoesNotAllocate(t *testing.T) {
+	b := buildN(t, CodecNone, 16, 1000, someKey)
+	o := &ProduceOptions{NowMs: 1000, BeforeMaxMs: -1, AfterMaxMs: -1, RequireKeys: true}
+	if n := testing.AllocsPerRun(100, func() {
+		if _, err := ValidateProduce(b, o); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations per uncompressed batch", n)
+	}
+}

@@ -63,7 +63,7 @@ func IterateRaw(body []byte, n int, fn func(r *Record) error) error {
 	}
 	var r Record
 	for i := 0; i < n; i++ {
-		rest, err := decodeRecord(body, &r)
+		rest, err := decodeRecord(body, &r, true)
 		if err != nil {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
@@ -78,7 +78,9 @@ func IterateRaw(body []byte, n int, fn func(r *Record) error) error {
 	return nil
 }
 
-func decodeRecord(b []byte, r *Record) ([]byte, error) {
+// decodeRecord decodes one record into r. Without wantHeaders the headers
+// are checked but not kept (no allocation).
+func decodeRecord(b []byte, r *Record, wantHeaders bool) ([]byte, error) {
 	length, n := binary.Varint(b)
 	if n <= 0 || length < 0 || length > int64(len(b)-n) {
 		return nil, fmt.Errorf("%w: bad record length", ErrCorrupt)
@@ -117,7 +119,9 @@ func decodeRecord(b []byte, r *Record) ([]byte, error) {
 		if v, p, ok = varbytes(p); !ok {
 			return nil, fmt.Errorf("%w: bad header value", ErrCorrupt)
 		}
-		r.Headers = append(r.Headers, RecordHeader{Key: string(k), Value: v})
+		if wantHeaders {
+			r.Headers = append(r.Headers, RecordHeader{Key: string(k), Value: v})
+		}
 	}
 	if len(p) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes in record", ErrCorrupt, len(p))
