@@ -11,6 +11,6 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), benchCmd())
+	root.AddCommand(serveCmd(), benchCmd(), topicCmd(), offsetsCmd(), produceCmd(), consumeCmd(), groupCmd(), logCmd())
 	return root
 }

@@ -75,7 +75,9 @@ func (h *Handler) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg
 	if req.IsolationLevel == 1 {
 		bound = l.LastStableOffset()
 	}
-	if req.ReplicaID >= 0 {
+	if req.ReplicaID != -1 {
+		// A replica (id >= 0) or Kafka's debugging replica id (-2) asks for
+		// the replica's own log end offset, with no isolation level.
 		bound = l.LogEndOffset()
 	}
 	set := func(ts, off int64) {
