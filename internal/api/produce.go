@@ -10,6 +10,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -28,15 +29,45 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 	byID := req.Version >= 13
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	var failed error
-	for _, rt := range req.Topics {
-		st := kmsg.NewProduceResponseTopic()
+	fail := func(sp *kmsg.ProduceResponseTopicPartition, name string, err error) {
+		failed = err
+		ke := kafkaError(h.d.Logger, err)
+		sp.ErrorCode = ke.Code
+		if req.Version >= 8 && err != ke {
+			sp.ErrorMessage = errMessage(err)
+		}
+		if re, ok := record.IsRecordError(err); ok && req.Version >= 8 {
+			er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+			er.RelativeOffset = int32(re.Index)
+			er.ErrorMessage = strp(re.Msg)
+			sp.ErrorRecords = append(sp.ErrorRecords, er)
+		}
+		h.d.Logger.Debug("produce rejected", "topic", name, "partition", sp.Partition,
+			"client", clientID(r), "remote", r.Conn.Remote, "err", err)
+	}
+	// Phase 1: append every partition. Phase 2: wait for all of them to be
+	// durable at once, so a request spanning many partitions pays for its
+	// fsyncs in parallel rather than one after another.
+	type waiting struct {
+		ti, pi int
+		name   string
+		pend   *replica.Pending
+	}
+	var waits []waiting
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for ti, rt := range req.Topics {
+		st := &resp.Topics[ti]
+		*st = kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		name, terr := h.topicName(rt.Topic, rt.TopicID, byID)
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewProduceResponseTopicPartition()
+		for pi, rp := range rt.Partitions {
+			sp := &st.Partitions[pi]
+			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			var err error
+			var pend *replica.Pending
 			switch {
 			case !acksOK:
 				err = kerr.InvalidRequiredAcks
@@ -45,27 +76,25 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 			case h.d.Controller.Image().Topic(name) != nil && h.d.Controller.Image().Topic(name).Internal:
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, name)
 			default:
-				err = h.produceOne(ctx, req, name, rp.Partition, rp.Records, &sp)
+				pend, err = h.produceOne(req, name, rp.Partition, rp.Records, sp)
 			}
 			if err != nil {
-				failed = err
-				ke := kafkaError(h.d.Logger, err)
-				sp.ErrorCode = ke.Code
-				if req.Version >= 8 && err != ke {
-					sp.ErrorMessage = errMessage(err)
-				}
-				if re, ok := record.IsRecordError(err); ok && req.Version >= 8 {
-					er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
-					er.RelativeOffset = int32(re.Index)
-					er.ErrorMessage = strp(re.Msg)
-					sp.ErrorRecords = append(sp.ErrorRecords, er)
-				}
-				h.d.Logger.Debug("produce rejected", "topic", name, "partition", rp.Partition,
-					"client", clientID(r), "remote", r.Conn.Remote, "err", err)
+				fail(sp, name, err)
+				continue
 			}
-			st.Partitions = append(st.Partitions, sp)
+			waits = append(waits, waiting{ti, pi, name, pend})
 		}
-		resp.Topics = append(resp.Topics, st)
+	}
+	pends := make([]*replica.Pending, len(waits))
+	for i, w := range waits {
+		pends[i] = w.pend
+	}
+	for i, err := range h.d.Replicas.Await(pends) {
+		sp := &resp.Topics[waits[i].ti].Partitions[waits[i].pi]
+		if err != nil {
+			sp.BaseOffset, sp.LogAppendTime = -1, -1
+			fail(sp, waits[i].name, err)
+		}
 	}
 	if req.Acks == 0 {
 		if failed != nil {
@@ -76,24 +105,25 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 	return resp, nil
 }
 
-func (h *Handler) produceOne(ctx context.Context, req *kmsg.ProduceRequest, topic string, partition int32,
-	records []byte, sp *kmsg.ProduceResponseTopicPartition) error {
+// produceOne appends one partition's batch and fills in where it went.
+func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition int32,
+	records []byte, sp *kmsg.ProduceResponseTopicPartition) (*replica.Pending, error) {
 	p, err := h.partition(topic, partition)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(records) >= record.HeaderSize {
 		if hdr, err := record.ParseHeader(records); err == nil && hdr.Transactional() {
-			return fmt.Errorf("%w: transactions are not supported yet", kerr.TransactionalIDAuthorizationFailed)
+			return nil, fmt.Errorf("%w: transactions are not supported yet", kerr.TransactionalIDAuthorizationFailed)
 		}
 	}
-	res, err := h.d.Replicas.Append(ctx, logmgr.TopicPartition{Topic: topic, Partition: partition}, records, req.Acks, log.OriginClient)
+	pend, err := h.d.Replicas.AppendNoWait(logmgr.TopicPartition{Topic: topic, Partition: partition}, records, req.Acks, log.OriginClient)
 	if err != nil {
 		sp.LogStartOffset = p.Log.LogStartOffset()
-		return err
+		return nil, err
 	}
-	sp.BaseOffset = res.BaseOffset
-	sp.LogAppendTime = res.LogAppendTime
-	sp.LogStartOffset = res.LogStartOffset
-	return nil
+	sp.BaseOffset = pend.Result.BaseOffset
+	sp.LogAppendTime = pend.Result.LogAppendTime
+	sp.LogStartOffset = pend.Result.LogStartOffset
+	return &pend, nil
 }

@@ -173,40 +173,90 @@ func (m *Manager) advanceHW(p *Partition) {
 // asks for. The error is a Kafka error (kerr) or one from record/log for the
 // caller's error table.
 func (m *Manager) Append(ctx context.Context, tp logmgr.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error) {
+	pend, err := m.AppendNoWait(tp, batch, acks, origin)
+	if err != nil {
+		return pend.Result, err
+	}
+	return pend.Result, m.Await([]*Pending{&pend})[0]
+}
+
+// Pending is an appended batch whose acknowledgement may still need its
+// partition's high watermark to pass it.
+type Pending struct {
+	Result log.AppendResult
+	p      *Partition
+	wait   bool
+}
+
+// AppendNoWait writes a batch without waiting for durability; pass the
+// Pending values of one request to Await, which waits for all of them at
+// once (one group-committed fsync per partition, partitions in parallel).
+func (m *Manager) AppendNoWait(tp logmgr.TopicPartition, batch []byte, acks int16, origin log.Origin) (Pending, error) {
 	p, ok := m.Get(tp)
 	if !ok {
-		return log.AppendResult{}, kerr.UnknownTopicOrPartition
+		return Pending{}, kerr.UnknownTopicOrPartition
 	}
 	if acks == -1 {
 		p.mu.Lock()
 		min := p.minISR
 		p.mu.Unlock()
 		if min > 1 {
-			return log.AppendResult{}, fmt.Errorf("%w: the ISR of %s has 1 replica, min.insync.replicas is %d",
+			return Pending{}, fmt.Errorf("%w: the ISR of %s has 1 replica, min.insync.replicas is %d",
 				kerr.NotEnoughReplicas, tp, min)
 		}
 	}
 	res, err := p.Log.Append(batch, origin, p.LeaderEpoch)
 	if err != nil {
-		return res, err
+		return Pending{Result: res}, err
 	}
-	if !m.ackFsync {
+	pend := Pending{Result: res, p: p}
+	switch {
+	case !m.ackFsync:
 		m.advanceHW(p)
 		if p.Log.FlushDue(time.Now()) {
 			m.syncAsync(p)
 		}
-		return res, nil
-	}
-	if acks == 0 {
+	case acks == 0:
 		m.syncAsync(p)
-		return res, nil
+	default:
+		pend.wait = true
 	}
-	if err := p.Log.SyncTo(res.LastOffset + 1); err != nil {
-		m.logger.Error("fsync failed", "partition", tp, "err", err)
-		return res, fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	return pend, nil
+}
+
+// Await waits until every pending batch is under its partition's high
+// watermark, syncing the partitions concurrently. errs[i] is pend[i]'s error.
+func (m *Manager) Await(pend []*Pending) []error {
+	errs := make([]error, len(pend))
+	sync1 := func(i int) {
+		pd := pend[i]
+		if err := pd.p.Log.SyncTo(pd.Result.LastOffset + 1); err != nil {
+			m.logger.Error("fsync failed", "partition", pd.p.TP, "err", err)
+			errs[i] = fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+			return
+		}
+		m.advanceHW(pd.p)
 	}
-	m.advanceHW(p)
-	return res, nil
+	var waiting []int
+	for i, pd := range pend {
+		if pd != nil && pd.wait {
+			waiting = append(waiting, i)
+		}
+	}
+	if len(waiting) == 1 {
+		sync1(waiting[0])
+		return errs
+	}
+	var wg sync.WaitGroup
+	for _, i := range waiting {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sync1(i)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 // syncAsync syncs p in the background, coalescing requests.
