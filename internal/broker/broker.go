@@ -16,6 +16,7 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/api"
+	"github.com/gregor-broker/gregor/internal/cleaner"
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
@@ -45,6 +46,7 @@ type Broker struct {
 	logger   *slog.Logger
 	ctrl     *controller.Controller
 	logs     *logmgr.Manager
+	cleaner  *cleaner.Cleaner
 	replicas *replica.Manager
 	groups   *group.Coordinator
 	srv      *server.Server
@@ -216,6 +218,7 @@ func (b *Broker) Start() error {
 		b.advPort = int32(b.srv.Addr().(*net.TCPAddr).Port)
 	}
 	b.logs.Start()
+	b.startCleaner()
 	b.registerMetrics()
 	return nil
 }
@@ -275,6 +278,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			if err := b.adm.Shutdown(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("admin listener: %w", err))
 			}
+		}
+		if b.cleaner != nil {
+			b.cleaner.Stop()
 		}
 		if b.logs != nil {
 			if err := b.logs.Close(); err != nil {

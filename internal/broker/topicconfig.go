@@ -25,5 +25,10 @@ func LogConfig(t config.Topic) log.Config {
 		FlushMessages:      t.FlushMessages,
 		FlushMs:            t.FlushMs,
 		Preallocate:        t.Preallocate,
+
+		DeleteRetentionMs:      t.DeleteRetentionMs,
+		MinCompactionLagMs:     t.MinCompactionLagMs,
+		MaxCompactionLagMs:     t.MaxCompactionLagMs,
+		MinCleanableDirtyRatio: t.MinCleanableDirtyRatio,
 	}
 }

@@ -34,6 +34,12 @@ type Config struct {
 	FlushMessages      int64 // flush.messages
 	FlushMs            int64 // flush.ms
 	Preallocate        bool  // preallocate (accepted; files grow as written)
+
+	// Compaction (read by the cleaner, not by the log itself).
+	DeleteRetentionMs      int64   // delete.retention.ms
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
 }
 
 // DefaultConfig is Kafka's topic defaults, for tests and tools.
@@ -43,6 +49,7 @@ func DefaultConfig() Config {
 		IndexIntervalBytes: 4096, MaxMessageBytes: 1048588, TimestampBeforeMs: math.MaxInt64,
 		TimestampAfterMs: 3600 * 1000, Delete: true, RetentionMs: 7 * 24 * 3600 * 1000,
 		RetentionBytes: -1, FileDeleteDelayMs: 60000, FlushMessages: math.MaxInt64, FlushMs: math.MaxInt64,
+		DeleteRetentionMs: 86400000, MaxCompactionLagMs: math.MaxInt64, MinCleanableDirtyRatio: 0.5,
 	}
 }
 

@@ -12,6 +12,10 @@
 //     replication-offset-checkpoint: version 0, a count, then
 //     "topic partition offset" lines; each rewritten atomically (temp file,
 //     fsync, rename, directory fsync);
+//   - cleaner-offset-checkpoint: the same layout, one line per compacted
+//     partition the cleaner has cleaned: its cleaner point (below it the log
+//     is clean). Rewritten atomically by SetCleanerOffset after each cleaning
+//     and when a partition is deleted; read once, on first use;
 //   - .kafka_cleanshutdown: present only between a clean Close and the next
 //     Open; its presence lets Open skip the rescan of unflushed segments. Open
 //     removes it (durably) before any log is written.

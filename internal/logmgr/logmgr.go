@@ -79,6 +79,7 @@ type Manager struct {
 	closed bool
 	// RetentionHook, if set, is told about each retention deletion (metrics).
 	RetentionHook func(tp TopicPartition, r log.RetentionResult)
+	cleaner       cleanerPoints // cleaner-offset-checkpoint (cleanercheckpoint.go)
 }
 
 // Open loads every partition log in every dir, recovering as needed.
@@ -294,11 +295,15 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg log.Config) (*log.Log, erro
 func (m *Manager) Delete(tp TopicPartition) error {
 	m.mu.Lock()
 	l := m.logs[tp]
+	dir := m.dirOf[tp]
 	delete(m.logs, tp)
 	delete(m.dirOf, tp)
 	m.mu.Unlock()
 	if l == nil {
 		return nil
+	}
+	if err := m.forgetCleanerOffset(tp, dir); err != nil {
+		m.o.Logger.Warn("could not remove a deleted partition's cleaner point", "partition", tp, "err", err)
 	}
 	return l.Delete()
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package cleaner
+
+const raceEnabled = false
