@@ -1,10 +1,14 @@
 package cleaner
 
 import (
+	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"testing"
 	"time"
+
+	"github.com/gregor-broker/gregor/internal/clock"
 )
 
 const now = int64(1_000_000_000)
@@ -202,5 +206,37 @@ func TestOffsetMap(t *testing.T) {
 	}
 	if big.memoryBytes() > 1e5*bytesPerEntry {
 		t.Fatalf("table of %d bytes beyond the dedupe buffer", big.memoryBytes())
+	}
+}
+
+// TestThrottlerSleepsOnTheClock: over the rate, maybeThrottle waits on the
+// injected clock until the average is back at the limit.
+func TestThrottlerSleepsOnTheClock(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	th := newThrottler(clk, func() float64 { return 1000 })
+	clk.Advance(300 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- th.maybeThrottle(context.Background(), 1000) }() // 1000 B in 0.3 s: 0.7 s more
+	var advanced time.Duration
+	for i := 0; ; i++ {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if advanced < 700*time.Millisecond || advanced > 800*time.Millisecond {
+				t.Fatalf("woke after %v of clock time, want 0.7 s", advanced)
+			}
+			return
+		default:
+		}
+		if i > 1e6 {
+			t.Fatal("never woke")
+		}
+		if i%100 == 0 {
+			clk.Advance(10 * time.Millisecond)
+			advanced += 10 * time.Millisecond
+		}
+		runtime.Gosched()
 	}
 }

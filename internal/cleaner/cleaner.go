@@ -375,7 +375,7 @@ func (c *Cleaner) cleanPartition(ctx context.Context, w *worker, v view, nowMs i
 			"bytes_read", stats.BytesRead, "bytes_written", stats.BytesWritten, "records_removed", stats.RecordsRemoved,
 			"tombstones_removed", stats.TombstonesRemoved, "map_full", stats.MapFull, "duration_ms", stats.DurationMs)
 	case errors.Is(err, errStopped):
-	case errors.Is(err, log.ErrClosed), errors.Is(err, log.ErrSegmentsChanged):
+	case errors.Is(err, log.ErrClosed), errors.Is(err, log.ErrSegmentsChanged), closed(v.p.Log):
 		// Retention, DeleteRecords, a truncation or a deletion got there
 		// first: try again on a fresh view.
 		logger.Info("cleaning abandoned: the log changed meanwhile", "err", err)
@@ -388,6 +388,13 @@ func (c *Cleaner) cleanPartition(ctx context.Context, w *worker, v view, nowMs i
 		ps.retryAtMs = c.o.Clock.Now().UnixMilli() + uncleanableBackoffMs(c.o.Config().BackoffMs, ps.failures)
 		logger.Error("partition uncleanable", "err", err, "failures", ps.failures, "retry_at_ms", ps.retryAtMs)
 	}
+}
+
+// closed reports whether l was closed (its topic deleted, the broker
+// stopping): whatever failed then is no fault of the partition.
+func closed(l *log.Log) bool {
+	_, err := l.CleanSnapshot()
+	return errors.Is(err, log.ErrClosed)
 }
 
 // runClean cleans with panics turned into errors.

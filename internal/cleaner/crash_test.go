@@ -48,10 +48,10 @@ func (f *failOnce) MaybeError(vfs.Op, string) error {
 
 const crashDir = "/data/t-0"
 
-// crashStride samples every step, or every 7th under the race detector.
+// crashStride samples every step, or every 29th under the race detector.
 func crashStride() int64 {
 	if raceEnabled {
-		return 7
+		return 29
 	}
 	return 1
 }

@@ -24,10 +24,11 @@
 //  2. Pass 1 (clean.go) reads the dirty range and fills the worker's offset
 //     map (offsetmap.go: open addressing, 128-bit key hash → last offset,
 //     sized from log.cleaner.dedupe.buffer.size / threads and
-//     log.cleaner.io.buffer.load.factor). When the map is full the round
-//     stops at the batch that did not fit: the prefix before it is cleaned
-//     now, the rest next round. The first batch of a round may overfill the
-//     map, so every round moves the cleaner point.
+//     log.cleaner.io.buffer.load.factor; the table grows up to that size as
+//     keys come). When a record with a new key does not fit, the round's
+//     range ends just before it (perhaps inside a batch): that prefix is
+//     cleaned now, the rest next round. So a map too small for the keys
+//     only means more rounds, never a failure.
 //  3. Pass 2 recopies the log from its first segment to the new cleaner
 //     point, in groups of consecutive segments whose sizes sum to at most
 //     segment.bytes (and indexes to segment.index.bytes, offsets to 2^31),
@@ -38,6 +39,10 @@
 //     records is re-encoded (and re-compressed), one that lost none is copied
 //     byte for byte. Offsets are never reassigned and the log start offset
 //     never moves. Batches above the new cleaner point are copied verbatim.
+//     When a group's last batch goes entirely, an empty batch with its
+//     offsets ends the cleaned segment, so the segment covers the same
+//     offsets as the group it replaces (consumers move past it to the next
+//     segment; a crashed swap recovers exactly).
 //  4. Each group is swapped in with log.ReplaceSegments (.cleaned → .swap →
 //     old segments to .deleted → .swap → live, with directory fsyncs); a
 //     one-segment group that came out byte-identical is left alone. Then
@@ -86,7 +91,8 @@
 //
 // log.cleaner.io.max.bytes.per.second throttles the reads and writes of all
 // workers together (throttle.go); log.cleaner.enable=false means Start runs
-// nothing (Status still explains each log).
+// nothing (Status still explains each log). The log.cleaner.* settings are
+// read again at each round, except log.cleaner.threads (at Start).
 //
 // # Concurrency
 //

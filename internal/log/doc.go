@@ -54,6 +54,14 @@
 // segment's old batches kept after the new ones (offsets still increase;
 // Kafka has the same limit). A damaged .swap is dropped while B.log is there.
 //
+// clean.go is the log's side of compaction (package cleaner decides):
+// CleanSnapshot hands out immutable views of the segments with the four
+// offsets, NewCleanedSegment writes B.log.cleaned with its indexes, and
+// ReplaceSegments runs the protocol above under Log.mu and publishes the new
+// segment list at once. The cleaner ends every cleaned segment with a batch
+// reaching into G's last segment (an empty one if need be), so its swaps
+// always recover to exactly the old or the new set.
+//
 // # Durability
 //
 // Append writes to the page cache. SyncTo(offset) is the group commit:
