@@ -64,8 +64,6 @@ type round struct {
 	nowMs int64
 	stats RunStats
 	pass1 bool // reads count as the offset map's
-	// test hook: called before each group is swapped in.
-	beforeSwap func()
 }
 
 func (rd *round) maxOut() int { return max(int(rd.snap.Config.MaxMessageBytes), 1<<20) * 64 }
@@ -356,9 +354,6 @@ func (rd *round) cleanGroup(env *filterEnv, group []int, end int64) error {
 	if unchanged && len(group) == 1 {
 		w.Abort() // byte for byte the same: leave the segment alone
 		return nil
-	}
-	if rd.beforeSwap != nil {
-		rd.beforeSwap()
 	}
 	written := w.Size()
 	if err := rd.l.ReplaceSegments(w, old); err != nil {
