@@ -117,7 +117,7 @@ func Compress(codec Codec, src []byte) ([]byte, error) {
 	if codec == CodecNone {
 		return src, nil
 	}
-	c, err := kgo.DefaultCompressor(codecFor(codec))
+	c, err := compressorFor(codec)
 	if err != nil {
 		return nil, err
 	}
@@ -141,4 +141,20 @@ func codecFor(c Codec) kgo.CompressionCodec {
 		return kgo.ZstdCompression()
 	}
 	return kgo.NoCompression()
+}
+
+// compressors caches one kgo compressor per codec: building one per call
+// allocates megabytes of encoder state (lz4, zstd) each time.
+var compressors sync.Map // Codec → kgo.Compressor
+
+func compressorFor(codec Codec) (kgo.Compressor, error) {
+	if c, ok := compressors.Load(codec); ok {
+		return c.(kgo.Compressor), nil
+	}
+	c, err := kgo.DefaultCompressor(codecFor(codec))
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := compressors.LoadOrStore(codec, c)
+	return actual.(kgo.Compressor), nil
 }
