@@ -83,16 +83,11 @@ func benchProduceCmd() *cobra.Command {
 			opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.DefaultProduceTopic(f.topic),
 				kgo.ProducerLinger(time.Duration(lingerMs) * time.Millisecond), kgo.MaxBufferedRecords(1 << 16),
 				kgo.AllowAutoTopicCreation()}
-			switch acks {
-			case "all", "-1":
-				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-			case "1":
-				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-			case "0":
-				opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-			default:
-				return fmt.Errorf("--acks %q: want all, 1 or 0", acks)
+			ackOpts, err := acksOpts(acks)
+			if err != nil {
+				return err
 			}
+			opts = append(opts, ackOpts...)
 			codec, err := parseCodec(compression)
 			if err != nil {
 				return err
@@ -335,4 +330,18 @@ func printBench(w io.Writer, format string, r benchResult) error {
 		fmt.Fprintf(w, "latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n", r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyP999, r.LatencyMaxMs)
 	}
 	return nil
+}
+
+// acksOpts turns --acks into producer options; acks 1 and 0 turn
+// idempotence off, as Kafka clients require.
+func acksOpts(acks string) ([]kgo.Opt, error) {
+	switch acks {
+	case "all", "-1":
+		return []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}, nil
+	case "1":
+		return []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}, nil
+	case "0":
+		return []kgo.Opt{kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite()}, nil
+	}
+	return nil, fmt.Errorf("--acks %q: want all, 1 or 0", acks)
 }

@@ -82,16 +82,11 @@ otherwise); keyed records are partitioned as the Java client does.`,
 				return err
 			}
 			opts := []kgo.Opt{kgo.DefaultProduceTopic(topic)}
-			switch acks {
-			case "all", "-1":
-				opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-			case "1":
-				opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-			case "0":
-				opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-			default:
-				return fmt.Errorf("--acks %q: want all, 1 or 0", acks)
+			ackOpts, err := acksOpts(acks)
+			if err != nil {
+				return err
 			}
+			opts = append(opts, ackOpts...)
 			codec, err := parseCodec(compression)
 			if err != nil {
 				return err
