@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,4 +276,22 @@ func retryRetriable[T any](ctx context.Context, fn func() (T, error)) (T, error)
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// parseTopicPartitions parses TOPIC[/PARTITION] arguments and also returns
+// the distinct topics they name, in order.
+func parseTopicPartitions(args []string) ([]topicPartition, []string, error) {
+	var tps []topicPartition
+	var topics []string
+	for _, a := range args {
+		tp, err := parseTopicPartition(a)
+		if err != nil {
+			return nil, nil, err
+		}
+		tps = append(tps, tp)
+		if !slices.Contains(topics, tp.topic) {
+			topics = append(topics, tp.topic)
+		}
+	}
+	return tps, topics, nil
 }

@@ -46,17 +46,9 @@ Without arguments every topic is shown (add --internal for internal ones).`,
   gregor offsets orders/0 payments -o json`,
 		ValidArgsFunction: completeTopics(&f, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var tps []topicPartition
-			var topics []string
-			for _, a := range args {
-				tp, err := parseTopicPartition(a)
-				if err != nil {
-					return err
-				}
-				tps = append(tps, tp)
-				if !slices.Contains(topics, tp.topic) {
-					topics = append(topics, tp.topic)
-				}
+			tps, topics, err := parseTopicPartitions(args)
+			if err != nil {
+				return err
 			}
 			cl, adm, err := f.clients()
 			if err != nil {

@@ -267,17 +267,9 @@ Always log start ≤ LSO ≤ HW ≤ LEO. -o json adds per-replica sizes.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTopics(f, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var tps []topicPartition
-			var topics []string
-			for _, a := range args {
-				tp, err := parseTopicPartition(a)
-				if err != nil {
-					return err
-				}
-				tps = append(tps, tp)
-				if !slices.Contains(topics, tp.topic) {
-					topics = append(topics, tp.topic)
-				}
+			tps, topics, err := parseTopicPartitions(args)
+			if err != nil {
+				return err
 			}
 			cl, adm, err := f.clients()
 			if err != nil {
@@ -611,17 +603,9 @@ deletes everything up to the high watermark.`,
 				}
 				offset = o
 			}
-			var tps []topicPartition
-			var topics []string
-			for _, a := range args {
-				tp, err := parseTopicPartition(a)
-				if err != nil {
-					return err
-				}
-				tps = append(tps, tp)
-				if !slices.Contains(topics, tp.topic) {
-					topics = append(topics, tp.topic)
-				}
+			tps, topics, err := parseTopicPartitions(args)
+			if err != nil {
+				return err
 			}
 			cl, adm, err := f.clients()
 			if err != nil {
