@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Gregor's whole test run: `make test` (CI runs it through .ci/run).
 #
-#   1. installs what the tests need when missing (kcat; python3 for the
-#      conformance runner) with apt-get, as root or with password-less sudo;
-#      without either it says so and the kcat tests skip themselves;
+#   1. installs what the tests need when missing (kcat; chromium for the
+#      web console's browser tests; python3 for the conformance runner) with
+#      apt-get, as root or with password-less sudo; without either it says
+#      so and the kcat and browser tests skip themselves (outside CI);
 #   2. builds everything and the gregor binary;
 #   3. runs `go test ./...` (unit and end-to-end tests);
 #   4. runs franz-go's conformance suite against the built binary
@@ -14,6 +15,8 @@
 #   GOTEST_FLAGS       go test flags (default: -count=1 -timeout=10m)
 #   SKIP_CONFORMANCE   set to skip step 4
 #   GREGOR_TEST_SUMMARY  file to write the closing summary lines to (.ci/run)
+#   GREGOR_TEST_ARTIFACTS  where tests leave artifacts such as the console
+#                      screenshot (default: $TMPDIR/gregor-test-artifacts; kept)
 # Everything is bounded in time: go test by -timeout (plus a hard limit),
 # the conformance suite by its own limits (see scripts/conformance.sh).
 set -uo pipefail
@@ -29,6 +32,13 @@ if ensure_pkg kcat kcat; then
 else
   log "kcat is not available: the kcat end-to-end tests will be skipped"
 fi
+if ensure_pkg chromium chromium; then
+  log "chromium: $(command -v chromium)"
+else
+  log "chromium is not available: the web console browser tests will be skipped"
+fi
+export GREGOR_TEST_ARTIFACTS="${GREGOR_TEST_ARTIFACTS:-${TMPDIR:-/tmp}/gregor-test-artifacts}"
+mkdir -p "$GREGOR_TEST_ARTIFACTS"
 if [ -z "${SKIP_CONFORMANCE:-}" ]; then
   ensure_pkg python3 python3 || log "python3 is not available: the conformance runner may fail"
 fi
@@ -83,6 +93,7 @@ fi
 
 summary="$gotest_line
 $conf_line
+artifacts: $GREGOR_TEST_ARTIFACTS
 time: $(( $(date +%s) - start ))s
 total: $(( gt_pass + cf_pass )) passed, $(( gt_fail + cf_fail )) failed, $(( gt_skip + cf_skip )) skipped"
 echo
