@@ -227,10 +227,21 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, parts []fetchPart) ([]fetchR
 // with nothing new.
 func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, parts []fetchPart, out []fetchResult, incremental bool) {
 	byID := req.Version >= 13
+	consumer := req.ReplicaID < 0 && req.ReplicaState.ID < 0
+	tm := h.d.Replicas.TopicMetrics()
+	stats, statsOf := tm.Topic(""), ""
 	topicIdx := map[replica.SessionKey]int{}
 	for i, fp := range parts {
 		res := out[i]
 		sp := fp.sp
+		if fp.name != statsOf {
+			stats, statsOf = tm.Topic(fp.name), fp.name
+		}
+		bytesOut := 0
+		if consumer {
+			bytesOut = len(res.records)
+		}
+		stats.Fetch(bytesOut, res.err != nil)
 		changed := res.err != nil || len(res.records) > 0 || res.hw != sp.SentHighWatermark ||
 			res.lso != sp.SentLastStable || res.logStart != sp.SentLogStart
 		if incremental && !changed {

@@ -54,6 +54,8 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		pend   *replica.Pending
 	}
 	var waits []waiting
+	var nameBuf [4]string
+	names := nameBuf[:0] // names[i] is resp.Topics[i]'s name
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for ti, rt := range req.Topics {
 		st := &resp.Topics[ti]
@@ -61,6 +63,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		name, terr := h.topicName(rt.Topic, rt.TopicID, byID)
+		names = append(names, name)
 		for pi, rp := range rt.Partitions {
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
@@ -96,6 +99,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 			fail(sp, waits[i].name, err)
 		}
 	}
+	countProduce(h.d.Replicas.TopicMetrics(), resp, names)
 	if req.Acks == 0 {
 		if failed != nil {
 			return nil, fmt.Errorf("acks=0 produce failed, closing the connection: %w", failed)
@@ -103,6 +107,17 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// countProduce counts every partition of the request in BrokerTopicMetrics;
+// names[i] is the name of resp.Topics[i].
+func countProduce(tm *replica.TopicMetrics, resp *kmsg.ProduceResponse, names []string) {
+	for ti := range resp.Topics {
+		s := tm.Topic(names[ti])
+		for _, p := range resp.Topics[ti].Partitions {
+			s.Produce(p.ErrorCode != 0)
+		}
+	}
 }
 
 // produceOne appends one partition's batch and fills in where it went.

@@ -7,7 +7,19 @@
 // group coordinator (replays __consumer_offsets in the background) →
 // request handler → Kafka listener → admin HTTP listener → background jobs
 // (the log manager's, then the log cleaner when log.cleaner.enable, with its
-// status at GET /v1/partitions/{topic}/{partition}/cleaner and its metrics).
+// status at GET /v1/partitions/{topic}/{partition}/cleaner and its metrics)
+// → the admin JSON API under /v1/ (admin.RegisterAPI over Source()).
+//
+// Source() (source.go) is the admin.Source the JSON API and the web console
+// read: the metadata image for topics and configs (described as
+// DescribeConfigs does), one log.Snapshot per partition for its offsets,
+// segments and retention plan (log.PlanRetention, the rule the next retention
+// pass applies), the cleaner's status, the group coordinator for groups and
+// committed offsets (lag = HW − committed; these calls go through the
+// coordinator's owner goroutines and honour the request's context), statfs
+// for each log dir. Record pages read the log directly, bounded by
+// max_records (≤ 1000), max_bytes (≤ 4 MiB of batches) and the HW or LSO,
+// with the log's capped decompression.
 //
 // Shutdown (SIGTERM/SIGINT in gregor serve): stop the group coordinator
 // (parked JoinGroup/SyncGroup requests are answered NOT_COORDINATOR so they
@@ -16,6 +28,16 @@
 // cleaner (a cleaning under way is abandoned), then close the log manager,
 // which flushes every log, writes the checkpoint files and the clean-shutdown
 // marker.
+//
+// Metrics (metrics.go): /metrics carries, besides the listener's request and
+// socket counters (package server), the replica manager's BrokerTopicMetrics
+// counters and log flush histogram (package replica), the cleaner's gauges
+// (package cleaner), and gauges computed at scrape time from the hosted
+// partitions, the metadata image and the group coordinator. Names follow the
+// Prometheus JMX exporter's names for Kafka's MBeans; docs/metrics.md lists
+// every series with its MBean, and a test keeps that list equal to what is
+// exposed. Per-partition series appear while the dynamic broker config
+// gregor.metrics.partition.series.enable is true (read at each scrape).
 //
 // Configuration changes arrive as controller changes and are applied here:
 // new topics and partitions are hosted, deleted ones dropped, topic and

@@ -1,29 +1,197 @@
 package broker
 
 import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gregor-broker/gregor/internal/group"
 )
 
-// registerMetrics adds scrape-time gauges over the hosted partitions, with
-// the names Kafka's JMX exporter dashboards use.
+// PartitionSeriesConfig turns on the per-partition series of /metrics.
+const PartitionSeriesConfig = "gregor.metrics.partition.series.enable"
+
+// Scrape-time gauges over the broker's state, named as the Prometheus JMX
+// exporter names Kafka's MBeans (kafka.server:type=ReplicaManager,
+// name=PartitionCount → kafka_server_replicamanager_partitioncount). The
+// full list with the MBean of each is docs/metrics.md.
+var (
+	descPartitionCount = prometheus.NewDesc("kafka_server_replicamanager_partitioncount",
+		"Partitions hosted by this broker.", nil, nil)
+	descLeaderCount = prometheus.NewDesc("kafka_server_replicamanager_leadercount",
+		"Partitions this broker leads.", nil, nil)
+	descUnderReplicated = prometheus.NewDesc("kafka_server_replicamanager_underreplicatedpartitions",
+		"Led partitions whose ISR is smaller than their replica set.", nil, nil)
+	descUnderMinISR = prometheus.NewDesc("kafka_server_replicamanager_underminisrpartitioncount",
+		"Led partitions whose ISR is smaller than min.insync.replicas (acks=all produce is refused).", nil, nil)
+	descAtMinISR = prometheus.NewDesc("kafka_server_replicamanager_atminisrpartitioncount",
+		"Led partitions whose ISR is exactly min.insync.replicas.", nil, nil)
+	descOfflineReplicas = prometheus.NewDesc("kafka_server_replicamanager_offlinereplicacount",
+		"Replicas assigned to this broker that it does not host.", nil, nil)
+
+	descOfflinePartitions = prometheus.NewDesc("kafka_controller_kafkacontroller_offlinepartitionscount",
+		"Partitions without a leader.", nil, nil)
+	descActiveController = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount",
+		"1 if this node is the active controller, else 0.", nil, nil)
+	descGlobalTopics = prometheus.NewDesc("kafka_controller_kafkacontroller_globaltopiccount",
+		"Topics in the cluster metadata, internal topics included.", nil, nil)
+	descGlobalPartitions = prometheus.NewDesc("kafka_controller_kafkacontroller_globalpartitioncount",
+		"Partitions in the cluster metadata, internal topics included.", nil, nil)
+
+	descLogDirSize = prometheus.NewDesc("gregor_log_size_bytes",
+		"Bytes in the partition logs of each log dir.", []string{"logDirectory"}, nil)
+	descLogDirSegments = prometheus.NewDesc("gregor_log_segments",
+		"Segments of the partition logs of each log dir.", []string{"logDirectory"}, nil)
+
+	partitionLabels    = []string{"topic", "partition"}
+	descLogSize        = prometheus.NewDesc("kafka_log_log_size", "Bytes in the partition's log.", partitionLabels, nil)
+	descLogSegments    = prometheus.NewDesc("kafka_log_log_numlogsegments", "Segments of the partition's log.", partitionLabels, nil)
+	descLogStartOffset = prometheus.NewDesc("kafka_log_log_logstartoffset", "The partition's log start offset.", partitionLabels, nil)
+	descLogEndOffset   = prometheus.NewDesc("kafka_log_log_logendoffset", "The partition's log end offset.", partitionLabels, nil)
+
+	groupPrefix = "kafka_coordinator_group_groupmetadatamanager_"
+	descGroups  = prometheus.NewDesc(groupPrefix+"numgroups",
+		"Consumer groups coordinated by this broker.", nil, nil)
+	// descGroupsIn counts groups by state, keyed by the state's name.
+	descGroupsIn = map[string]*prometheus.Desc{}
+)
+
+func init() {
+	for _, s := range []string{"PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"} {
+		descGroupsIn[s] = prometheus.NewDesc(groupPrefix+"numgroups"+strings.ToLower(s),
+			"Consumer groups coordinated by this broker in state "+s+".", nil, nil)
+	}
+}
+
+// groupListTimeout bounds how long a scrape waits for the group
+// coordinator; the group gauges are left out of a scrape that times out.
+const groupListTimeout = 2 * time.Second
+
+// registerMetrics registers the scrape-time collector and the replica
+// manager's counters.
 func (b *Broker) registerMetrics() {
-	reg := b.o.Registry
-	gauge := func(name, help string, f func() float64) {
-		c := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
-		if err := reg.Register(c); err != nil {
-			b.logger.Debug("metric already registered", "name", name)
+	for _, c := range []prometheus.Collector{(*brokerCollector)(b), b.replicas.Collector()} {
+		if err := b.o.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			b.logger.Warn("cannot register metrics", "err", err)
 		}
 	}
-	gauge("kafka_server_replicamanager_partitioncount", "Partitions hosted by this broker.", func() float64 {
-		return float64(len(b.replicas.Partitions()))
-	})
-	gauge("kafka_server_replicamanager_underreplicatedpartitions", "Partitions whose ISR is smaller than their replica set.", func() float64 { return 0 })
-	gauge("kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a leader.", func() float64 { return 0 })
-	gauge("kafka_log_log_size_total_bytes", "Bytes in every partition log on this broker.", func() float64 {
-		var n int64
-		for _, p := range b.replicas.Partitions() {
-			n += p.Log.Size()
+}
+
+type brokerCollector Broker
+
+func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR,
+		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descGlobalTopics,
+		descGlobalPartitions, descLogDirSize, descLogDirSegments, descLogSize, descLogSegments,
+		descLogStartOffset, descLogEndOffset, descGroups} {
+		ch <- d
+	}
+	for _, d := range descGroupsIn {
+		ch <- d
+	}
+}
+
+func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
+	b := (*Broker)(c)
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	cfg := b.Config()
+	perPartition := cfg.Bool(PartitionSeriesConfig)
+	parts := b.replicas.Partitions()
+	var leaders, under, underMin, atMin int
+	size := map[string]float64{}
+	segments := map[string]float64{}
+	for _, d := range b.logs.Dirs() {
+		size[d], segments[d] = 0, 0
+	}
+	for _, p := range parts {
+		st := p.ReplicaState()
+		if st.Leader {
+			leaders++
 		}
-		return float64(n)
-	})
+		if st.UnderReplicated() {
+			under++
+		}
+		if st.UnderMinISR() {
+			underMin++
+		}
+		if st.AtMinISR() {
+			atMin++
+		}
+		dir := b.logs.DirOf(p.TP)
+		bytes, segs := p.Log.Size(), p.Log.NumSegments()
+		size[dir] += float64(bytes)
+		segments[dir] += float64(segs)
+		if perPartition {
+			labels := []string{p.TP.Topic, strconv.Itoa(int(p.TP.Partition))}
+			gauge(descLogSize, float64(bytes), labels...)
+			gauge(descLogSegments, float64(segs), labels...)
+			gauge(descLogStartOffset, float64(p.Log.LogStartOffset()), labels...)
+			gauge(descLogEndOffset, float64(p.Log.LogEndOffset()), labels...)
+		}
+	}
+	gauge(descPartitionCount, float64(len(parts)))
+	gauge(descLeaderCount, float64(leaders))
+	gauge(descUnderReplicated, float64(under))
+	gauge(descUnderMinISR, float64(underMin))
+	gauge(descAtMinISR, float64(atMin))
+	for d, v := range size {
+		gauge(descLogDirSize, v, d)
+		gauge(descLogDirSegments, segments[d], d)
+	}
+	c.collectCluster(gauge, len(parts))
+	c.collectGroups(gauge)
+}
+
+// collectCluster reports the controller's view. On a single node every
+// partition of the metadata is assigned to this broker, so one it does not
+// host has neither a leader nor an online replica.
+func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string), hosted int) {
+	b := (*Broker)(c)
+	im := b.ctrl.Image()
+	var total int
+	for _, t := range im.Topics {
+		total += int(t.Partitions)
+	}
+	offline := 0
+	if total > hosted {
+		offline = total - hosted
+	}
+	active := 0.0
+	if slices.Contains(b.Config().List("process.roles"), "controller") {
+		active = 1
+	}
+	gauge(descOfflineReplicas, float64(offline))
+	gauge(descOfflinePartitions, float64(offline))
+	gauge(descActiveController, active)
+	gauge(descGlobalTopics, float64(len(im.Topics)))
+	gauge(descGlobalPartitions, float64(total))
+}
+
+func (c *brokerCollector) collectGroups(gauge func(*prometheus.Desc, float64, ...string)) {
+	b := (*Broker)(c)
+	if b.groups == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), groupListTimeout)
+	defer cancel()
+	groups, err := b.groups.List(ctx, group.ListFilter{})
+	if err != nil {
+		b.logger.Debug("group gauges left out of this scrape", "err", err)
+		return
+	}
+	byState := map[string]int{}
+	for _, g := range groups {
+		byState[g.State]++
+	}
+	gauge(descGroups, float64(len(groups)))
+	for s, d := range descGroupsIn {
+		gauge(d, float64(byState[s]))
+	}
 }

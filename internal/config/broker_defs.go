@@ -229,6 +229,8 @@ func gregorDefs() []Def {
 		broker("gregor.ack.fsync", Boolean, "true",
 			"Acknowledge acks=all and acks=1 produce requests only after the appended data is fsynced; false gives Kafka's page-cache behaviour.", dynamic),
 		broker("gregor.admin.listen", String, "127.0.0.1:9644", "Address of the admin HTTP server (health, metrics, JSON API, console).", hostPortCheck()),
+		broker("gregor.metrics.partition.series.enable", Boolean, "false",
+			"Expose per-partition series (kafka_log_log_* with topic and partition labels) on /metrics; broker-wide totals are always exposed.", dynamic),
 	}
 }
 

@@ -12,6 +12,7 @@
 //
 //	gregor.ack.fsync     true   acks=all and acks=1 produce requests are answered only after fsync
 //	gregor.admin.listen  127.0.0.1:9644  address of the admin HTTP server
+//	gregor.metrics.partition.series.enable  false  per-partition series on /metrics (dynamic)
 //
 // # Layers and precedence
 //

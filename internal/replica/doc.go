@@ -13,6 +13,20 @@
 // it reads and sleeps until any high watermark moves, its max wait passes or
 // its context ends; nothing spins and no goroutine is started per request.
 //
+// Replication state: ReplicaState gives a partition's leadership, replica
+// set and ISR sizes and min.insync.replicas; its UnderMinISR is both the
+// NOT_ENOUGH_REPLICAS check of acks=all appends and the
+// UnderMinIsrPartitionCount gauge. On one node every hosted partition is led
+// here with a replica set and ISR of one.
+//
+// Metrics (metrics.go): TopicMetrics are Kafka's BrokerTopicMetrics
+// counters. Appends count bytes in, messages in (a duplicate idempotent
+// batch counts nothing) and bytes rejected (MESSAGE_TOO_LARGE) on the
+// partition's cached counters; the api layer counts request partitions,
+// failures and bytes out through TopicMetrics.Topic. Per-topic children
+// live while the topic has a hosted partition. Flushes the manager waits for
+// are timed into kafka_log_logflushstats_logflushrateandtimems.
+//
 // Concurrency: the partition map is guarded by mu; each Partition's waiters
 // by its own mutex; logs are safe for concurrent use.
 package replica

@@ -12,10 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/record"
 )
 
 // Partition is a hosted partition.
@@ -25,10 +27,17 @@ type Partition struct {
 	TopicID     [16]byte
 	LeaderEpoch int32
 
+	// stats are the topic's BrokerTopicMetrics counters, fixed at Host.
+	stats TopicStats
+
 	mu      sync.Mutex
 	waiters []chan struct{}
 	// minISR is min.insync.replicas for the topic.
 	minISR int32
+	// leader, replicas and isr are the replication state: whether this
+	// broker leads the partition, and the sizes of its replica set and ISR.
+	leader        bool
+	replicas, isr int32
 	// syncPending coalesces background syncs for acks=0.
 	syncPending bool
 }
@@ -71,6 +80,36 @@ func (p *Partition) SetMinISR(n int32) {
 	p.mu.Unlock()
 }
 
+// ReplicaState is a partition's replication state as this broker sees it.
+type ReplicaState struct {
+	// Leader reports whether this broker leads the partition.
+	Leader bool
+	// Replicas and ISR are the sizes of the replica set and of the in-sync
+	// replica set.
+	Replicas, ISR int32
+	// MinISR is the topic's min.insync.replicas.
+	MinISR int32
+}
+
+// UnderReplicated: a led partition whose ISR is smaller than its replica set.
+func (s ReplicaState) UnderReplicated() bool { return s.Leader && s.ISR < s.Replicas }
+
+// UnderMinISR: a led partition whose ISR is smaller than
+// min.insync.replicas, so acks=all produce requests are refused with
+// NOT_ENOUGH_REPLICAS.
+func (s ReplicaState) UnderMinISR() bool { return s.Leader && s.ISR < s.MinISR }
+
+// AtMinISR: a led partition whose ISR is exactly min.insync.replicas, so
+// losing one more in-sync replica stops acks=all produce requests.
+func (s ReplicaState) AtMinISR() bool { return s.Leader && s.ISR == s.MinISR }
+
+// ReplicaState returns the partition's current replication state.
+func (p *Partition) ReplicaState() ReplicaState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ReplicaState{Leader: p.leader, Replicas: p.replicas, ISR: p.isr, MinISR: p.minISR}
+}
+
 // Manager routes requests to partitions.
 type Manager struct {
 	logs     *logmgr.Manager
@@ -81,6 +120,9 @@ type Manager struct {
 	parts map[logmgr.TopicPartition]*Partition
 
 	closing atomic.Bool
+
+	metrics   *TopicMetrics
+	flushTime prometheus.Histogram
 }
 
 // BeginShutdown wakes every waiting fetch and makes new ones answer at once,
@@ -100,7 +142,8 @@ func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Manager{logs: logs, ackFsync: ackFsync, logger: logger, parts: make(map[logmgr.TopicPartition]*Partition)}
+	return &Manager{logs: logs, ackFsync: ackFsync, logger: logger, parts: make(map[logmgr.TopicPartition]*Partition),
+		metrics: newTopicMetrics(), flushTime: newFlushHistogram()}
 }
 
 // AckFsync reports whether acknowledgements wait for fsync.
@@ -120,7 +163,10 @@ func (m *Manager) Host(tp logmgr.TopicPartition, topicID [16]byte, cfg log.Confi
 	if err := writePartitionMetadata(m.logs, l.Dir(), topicID); err != nil {
 		return nil, err
 	}
-	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR}
+	// Single node: this broker is the leader, the whole replica set and the
+	// whole ISR.
+	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR, stats: TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)},
+		leader: true, replicas: 1, isr: 1}
 	m.advanceHW(p)
 	m.parts[tp] = p
 	return p, nil
@@ -131,11 +177,23 @@ func (m *Manager) Drop(tp logmgr.TopicPartition) error {
 	m.mu.Lock()
 	p := m.parts[tp]
 	delete(m.parts, tp)
+	if p != nil && !m.hostsTopicLocked(tp.Topic) {
+		m.metrics.dropped(tp.Topic)
+	}
 	m.mu.Unlock()
 	if p != nil {
 		p.notify()
 	}
 	return m.logs.Delete(tp)
+}
+
+func (m *Manager) hostsTopicLocked(topic string) bool {
+	for tp := range m.parts {
+		if tp.Topic == topic {
+			return true
+		}
+	}
+	return false
 }
 
 // Get returns a hosted partition.
@@ -197,17 +255,21 @@ func (m *Manager) AppendNoWait(tp logmgr.TopicPartition, batch []byte, acks int1
 		return Pending{}, kerr.UnknownTopicOrPartition
 	}
 	if acks == -1 {
-		p.mu.Lock()
-		min := p.minISR
-		p.mu.Unlock()
-		if min > 1 {
-			return Pending{}, fmt.Errorf("%w: the ISR of %s has 1 replica, min.insync.replicas is %d",
-				kerr.NotEnoughReplicas, tp, min)
+		if st := p.ReplicaState(); st.UnderMinISR() {
+			return Pending{}, fmt.Errorf("%w: the ISR of %s has %d replicas, min.insync.replicas is %d",
+				kerr.NotEnoughReplicas, tp, st.ISR, st.MinISR)
 		}
 	}
 	res, err := p.Log.Append(batch, origin, p.LeaderEpoch)
 	if err != nil {
+		if errors.Is(err, record.ErrTooLarge) {
+			p.count(cBytesRejected, len(batch))
+		}
 		return Pending{Result: res}, err
+	}
+	if origin != log.OriginReplication && !res.Duplicate {
+		p.count(cBytesIn, len(batch))
+		p.count(cMessagesIn, int(res.LastOffset-res.BaseOffset+1))
 	}
 	pend := Pending{Result: res, p: p}
 	switch {
@@ -230,7 +292,8 @@ func (m *Manager) Await(pend []*Pending) []error {
 	errs := make([]error, len(pend))
 	sync1 := func(i int) {
 		pd := pend[i]
-		if err := pd.p.Log.SyncTo(pd.Result.LastOffset + 1); err != nil {
+		upTo := pd.Result.LastOffset + 1
+		if err := m.timedSync(pd.p, upTo, func() error { return pd.p.Log.SyncTo(upTo) }); err != nil {
 			m.logger.Error("fsync failed", "partition", pd.p.TP, "err", err)
 			errs[i] = fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
 			return
@@ -272,7 +335,7 @@ func (m *Manager) syncAsync(p *Partition) {
 		p.mu.Lock()
 		p.syncPending = false
 		p.mu.Unlock()
-		if err := p.Log.Flush(); err != nil && !errors.Is(err, log.ErrClosed) {
+		if err := m.timedSync(p, p.Log.LogEndOffset(), p.Log.Flush); err != nil && !errors.Is(err, log.ErrClosed) {
 			m.logger.Error("background fsync failed", "partition", p.TP, "err", err)
 			return
 		}
