@@ -18,6 +18,33 @@
 //	              registered in it and promhttp_metric_handler_* counting
 //	              scrapes.
 //
+// The JSON API (RegisterAPI over a Source; read-only, GET only) answers
+// indented JSON, Content-Type application/json, with the view types of
+// source.go:
+//
+//	GET /v1/cluster                           ClusterView
+//	GET /v1/topics                            []TopicSummary, by name
+//	GET /v1/topics/{topic}                    TopicView
+//	GET /v1/partitions/{topic}/{partition}    PartitionView: offsets, segments,
+//	                                          replicas, cleaner, retention plan,
+//	                                          groups' committed offsets, configs
+//	GET /v1/partitions/{topic}/{partition}/records
+//	                                          RecordPage; query: offset or
+//	                                          timestamp (unix ms, not both),
+//	                                          max_records, max_bytes,
+//	                                          isolation=read_uncommitted (default)
+//	                                          or read_committed
+//	GET /v1/partitions/{topic}/{partition}/cleaner
+//	                                          the log cleaner's PartitionStatus
+//	                                          (served by package cleaner)
+//	GET /v1/groups                            []GroupSummary, by id
+//	GET /v1/groups/{group}                    GroupView (the id may hold "/")
+//
+// Errors are {"error": "<message>", "code": "<code>"}: 400 bad_request for a
+// path or query parameter that does not parse (the message names it), 404
+// not_found when the Source answers ErrNotFound, 500 internal otherwise (also
+// logged).
+//
 // # Readiness
 //
 // A condition is registered by its first SetReady call and never removed.
@@ -33,4 +60,64 @@
 // in both cases in-flight requests finish first (Shutdown bounds that by
 // its context and then closes connections at once). Request headers must
 // arrive within 10 seconds.
+//
+// # Web console
+//
+// RegisterConsole adds a read-only, server-rendered console over the same
+// Source as the JSON API: html/template pages with inline SVG drawings, a
+// stylesheet, an icon and one small script, all embedded (web/), so it works
+// offline and needs no front-end build. Every page links the /v1 route with
+// the same data ("JSON").
+//
+//	GET /                                   overview: broker, listeners, uptime,
+//	                                        health strip (readiness conditions,
+//	                                        under-replicated, under min ISR,
+//	                                        offline), log dirs with disk bars
+//	GET /ui/topics[?q=]                     topics: partitions, size, records,
+//	                                        consumer lag per group
+//	GET /ui/topics/{topic}                  configs with sources; partitions with
+//	                                        the four offsets and a small bar each
+//	GET /ui/topics/{topic}/{partition}      the partition and its offsets bar
+//	GET /ui/topics/{topic}/{partition}/messages
+//	                                        message browser: from=offset|timestamp,
+//	                                        offset, ts (UTC datetime, RFC 3339 or
+//	                                        unix ms), isolation, limit (≤ 1000),
+//	                                        as=text|base64
+//	GET /ui/compaction                      compacted partitions by dirty ratio,
+//	                                        with the cleaner's reason
+//	GET /ui/groups, /ui/groups/{group}      groups; members, assignments,
+//	                                        committed offsets and lag
+//	GET /ui/static/{file}                   assets (?v=<content hash>, cacheable)
+//
+// Unknown pages, topics, partitions and groups answer the console's 404
+// page; bad message-browser parameters a 400 page.
+//
+// The offsets bar maps offsets linearly (and monotonically, for any int64)
+// onto a fixed viewBox: segments to scale with the active one marked and
+// the part below the log start offset faded; on a compacted log the
+// cleaner's clean / dirty / uncleanable split and the dirty ratio against
+// min.cleanable.dirty.ratio; the range retention deletes next, and when;
+// lines for the log start offset, LSO, HW, LEO, cleaner point and each
+// replica's LEO; a tick per group's committed offset; a second row of the
+// segments by size. Each marker is an element with data-marker (log-start,
+// lso, hw, leo, replica-leo, cleaner-point, group) and data-offset, which
+// the browser tests read back. Offsets outside the drawn range are pinned to
+// its edge and say so. A table under the drawing lists the same numbers.
+//
+// Bounds: tables stop at 1000 rows, the partition page's segment table
+// shows the oldest and newest 50 of a longer list, the bar draws at most
+// 240 segment blocks (the middle of a longer list merged into one), 50
+// group ticks and 16 replicas, and the compaction board reads the full
+// state of the 500 dirtiest partitions; each page says what it left out.
+// The message browser sends the form and a "Scanning…" line with a Stop
+// button first, then runs Source.Records under the request's context
+// (Stop calls window.stop(), which drops the request and so cancels the
+// scan) bounded by 15 s, then sends the records. Keys, values and headers
+// are shown as text, or base64 when not UTF-8 (or when asked), cut at 2048
+// characters; tombstones and null keys are marked.
+//
+// Safety: html/template escapes every value; the pages carry a
+// Content-Security-Policy that allows only this server's own script and
+// stylesheet (no inline script or style), so data shown on a page cannot
+// run. The only forms are GET forms (topic filter, message browser).
 package admin

@@ -51,6 +51,7 @@ type Broker struct {
 	groups   *group.Coordinator
 	srv      *server.Server
 	adm      *admin.Admin
+	api      *source // the admin JSON API's and web console's view
 
 	advHost string
 	advPort int32
@@ -219,6 +220,8 @@ func (b *Broker) Start() error {
 	}
 	b.logs.Start()
 	b.startCleaner()
+	b.api = newSource(b)
+	admin.RegisterAPI(b.adm, b.api)
 	b.registerMetrics()
 	return nil
 }

@@ -202,4 +202,18 @@ func subscribedTopics(metadata []byte) (topics []string, ok bool) {
 	return m.Topics, true
 }
 
+// AssignedPartitions parses a consumer protocol member assignment
+// (ConsumerProtocolAssignment v0-v3, as MemberDescription.Assignment holds it
+// for protocol type "consumer"); ok is false when it does not parse.
+func AssignedPartitions(assignment []byte) (tps []TopicPartitions, ok bool) {
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(assignment); err != nil {
+		return nil, false
+	}
+	for _, t := range a.Topics {
+		tps = append(tps, TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+	}
+	return tps, true
+}
+
 func strPtr(s string) *string { return &s }

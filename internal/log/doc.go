@@ -62,6 +62,20 @@
 // reaching into G's last segment (an empty one if need be), so its swaps
 // always recover to exactly the old or the new set.
 //
+// # Retention
+//
+// Retention deletes a prefix of whole, closed segments wholly below the high
+// watermark: those below the log start offset (any cleanup.policy), then with
+// cleanup.policy=delete those older than retention.ms (largest timestamp),
+// then those that keep the log over retention.bytes. The decision is one pure
+// function, PlanRetention(Snapshot, now), in retention_plan.go:
+// DeleteOldSegments deletes exactly the prefix it names for the same
+// Snapshot, and RetentionPlan (the admin API, `gregor why retention`) shows
+// the same plan, with, when nothing is due, what goes first and when
+// (largest timestamp + retention.ms + 1 ms) or why nothing will without more
+// data. Snapshot is taken under Log.mu, so its offsets, segments and
+// configuration are consistent with one another.
+//
 // # Durability
 //
 // Append writes to the page cache. SyncTo(offset) is the group commit:
@@ -93,6 +107,22 @@
 // tail lost while the next segment's reached the disk): the gap is kept, as
 // Kafka keeps it, and readers skip it. Interrupted swaps are completed,
 // .cleaned/.deleted/.tmp leftovers removed.
+//
+// # Memory
+//
+// What a log keeps on the heap does not grow with the data it holds. The
+// active segment's index entries are in memory (at most segment.index.bytes
+// per index; index.go). A closed segment's entries live only in its trimmed
+// .index and .timeindex files: the segment keeps their entry count and last
+// entry, and lookups binary-search the files with positioned reads through a
+// process-wide cache of 256 windows of 4 KiB (index_window.go), so a consumer
+// reading a closed segment front to back reads each window once. Truncation
+// into a closed segment loads the entries it keeps back into memory (the
+// segment is the active one again). A lookup whose index file cannot be read
+// (a deleted segment's, closed before its .log) scans the segment from its
+// start. Per segment the log holds a few hundred bytes and three open files
+// (.log, .index, .timeindex), as Kafka does; producer state grows with the
+// number of producers, the leader-epoch cache with leader epochs.
 //
 // # Concurrency
 //

@@ -17,64 +17,31 @@ type RetentionResult struct {
 }
 
 // DeleteOldSegments is one retention pass (log.retention.check.interval.ms):
-// with cleanup.policy=delete it removes the oldest closed segments whose
-// largest timestamp is older than retention.ms, then those that keep the log
-// over retention.bytes; with any policy it removes segments wholly below the
-// log start offset. Only a prefix of closed segments, wholly below the high
-// watermark, is ever removed: never the active segment.
+// it deletes the prefix of segments PlanRetention names for now, so exactly
+// what RetentionPlan reported. With cleanup.policy=delete that is the oldest
+// closed segments whose largest timestamp is older than retention.ms, then
+// those that keep the log over retention.bytes; with any policy, segments
+// wholly below the log start offset. Only a prefix of closed segments, wholly
+// below the high watermark, is ever removed: never the active segment.
 func (l *Log) DeleteOldSegments(now time.Time) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return RetentionResult{}, ErrClosed
 	}
-	cfg := l.config()
-	segs := l.segments()
-	hw := l.hw.Load()
-	logStart := l.logStart.Load()
-	// deletable(i): segment i is closed and every offset in it is below the HW.
-	deletable := func(i int) bool { return i < len(segs)-1 && segs[i+1].baseOffset <= hw }
-	n, reason := 0, ""
-	for n < len(segs)-1 && segs[n+1].baseOffset <= logStart {
-		n, reason = n+1, "log start offset"
-	}
-	if cfg.Delete && cfg.RetentionMs >= 0 {
-		k := n
-		for deletable(k) && now.UnixMilli()-segs[k].largestTimestamp() > cfg.RetentionMs {
-			k++
-		}
-		if k > n {
-			n, reason = k, "retention.ms"
-		}
-	}
-	if cfg.Delete && cfg.RetentionBytes >= 0 {
-		var total int64
-		for _, s := range segs[n:] {
-			total += s.size.Load()
-		}
-		diff := total - cfg.RetentionBytes
-		k := n
-		for deletable(k) && diff-segs[k].size.Load() >= 0 {
-			diff -= segs[k].size.Load()
-			k++
-		}
-		if k > n {
-			n, reason = k, "retention.bytes"
-		}
-	}
+	snap := l.snapshotLocked()
+	plan := PlanRetention(&snap, now.UnixMilli())
+	n := plan.Now.Segments
 	if n == 0 {
-		return RetentionResult{LogStartOffset: logStart}, nil
+		return RetentionResult{LogStartOffset: snap.LogStartOffset}, nil
 	}
-	res := RetentionResult{Segments: n, Reason: reason}
-	for _, s := range segs[:n] {
-		res.Bytes += s.size.Load()
-	}
+	res := RetentionResult{Segments: n, Bytes: plan.Now.Bytes, Reason: plan.Now.Reason}
 	if err := l.dropPrefixLocked(n); err != nil {
 		return res, err
 	}
 	res.LogStartOffset = l.logStart.Load()
 	l.logger.Info("deleted segments by retention", "dir", l.dir, "segments", n, "bytes", res.Bytes,
-		"reason", reason, "log_start_offset", res.LogStartOffset)
+		"reason", res.Reason, "log_start_offset", res.LogStartOffset)
 	return res, nil
 }
 

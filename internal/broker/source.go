@@ -1,0 +1,487 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/internal/admin"
+	"github.com/gregor-broker/gregor/internal/cleaner"
+	"github.com/gregor-broker/gregor/internal/config"
+	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/group"
+	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/replica"
+)
+
+// source is the broker's admin.Source: the JSON API and the web console read
+// the broker's in-process state through it, never over the Kafka protocol.
+// Each partition is described from one log.Snapshot, so its offsets are
+// ordered (log start ≤ LSO ≤ HW ≤ LEO), its segments sum to its size and its
+// retention plan is the one the next retention pass applies. Group offsets
+// go through the group coordinator's owner goroutines like OffsetFetch.
+type source struct {
+	b         *Broker
+	startedAt time.Time
+}
+
+func newSource(b *Broker) *source { return &source{b: b, startedAt: b.o.Clock.Now()} }
+
+// Source is what the admin JSON API and web console read; nil before Start.
+func (b *Broker) Source() admin.Source {
+	if b.api == nil {
+		return nil
+	}
+	return b.api
+}
+
+// partitionConfigs are the topic configs that shape a partition's log,
+// shown with each partition (internal.segment.bytes only when set).
+var partitionConfigs = map[string]bool{
+	"cleanup.policy": true, "internal.segment.bytes": true, "retention.ms": true, "retention.bytes": true, "segment.bytes": true, "segment.ms": true,
+	"segment.jitter.ms": true, "segment.index.bytes": true, "min.cleanable.dirty.ratio": true, "min.compaction.lag.ms": true,
+	"max.compaction.lag.ms": true, "delete.retention.ms": true, "file.delete.delay.ms": true, "message.timestamp.type": true,
+	"min.insync.replicas": true, "max.message.bytes": true,
+}
+
+// hostedPartition is one partition of the metadata image and, when this
+// broker hosts it, a snapshot of its log.
+type hostedPartition struct {
+	topic  *controller.Topic
+	index  int32
+	part   *replica.Partition // nil: not hosted (offline)
+	snap   log.Snapshot
+	minISR int32
+}
+
+func (h *hostedPartition) tp() logmgr.TopicPartition {
+	return logmgr.TopicPartition{Topic: h.topic.Name, Partition: h.index}
+}
+
+func (h *hostedPartition) size() int64 {
+	var n int64
+	for _, s := range h.snap.Segments {
+		n += s.Size
+	}
+	return n
+}
+
+func (s *source) topic(name string) (*controller.Topic, error) {
+	t := s.b.ctrl.Image().Topic(name)
+	if t == nil {
+		return nil, fmt.Errorf("topic %q: %w", name, admin.ErrNotFound)
+	}
+	return t, nil
+}
+
+// partition snapshots partition p of t; part is nil when it is not hosted.
+func (s *source) partition(t *controller.Topic, p int32, minISR int32) hostedPartition {
+	h := hostedPartition{topic: t, index: p, minISR: minISR}
+	if part, ok := s.b.replicas.Get(h.tp()); ok {
+		if snap, err := part.Log.Snapshot(); err == nil { // ErrClosed: being deleted
+			h.part, h.snap = part, snap
+		}
+	}
+	return h
+}
+
+func (s *source) partitions(t *controller.Topic) []hostedPartition {
+	minISR := s.b.topicConfig(t).MinInsyncReplicas
+	out := make([]hostedPartition, t.Partitions)
+	for p := range t.Partitions {
+		out[p] = s.partition(t, p, minISR)
+	}
+	return out
+}
+
+// Cluster describes this broker, its log dirs and partition health.
+func (s *source) Cluster(ctx context.Context) (admin.ClusterView, error) {
+	b, cfg, im := s.b, s.b.Config(), s.b.ctrl.Image()
+	node := cfg.NodeID()
+	addr := net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort)))
+	listener := "PLAINTEXT"
+	if bind, _, err := b.clientEndpoint(); err == nil {
+		listener = bind.Listener
+	}
+	v := admin.ClusterView{
+		ClusterID: im.ClusterID, NodeID: node, ControllerID: node, Version: version(), StartedAt: s.startedAt,
+		Listeners: map[string]string{listener: addr},
+		Brokers:   []admin.BrokerView{{NodeID: node, Host: b.advHost, Port: b.advPort, Rack: cfg.String("broker.rack")}},
+		Topics:    len(im.Topics),
+	}
+	if a := b.AdminAddr(); a != nil {
+		v.AdminAddr = a.String()
+	}
+	for _, t := range im.SortedTopics() {
+		for _, h := range s.partitions(t) {
+			v.Partitions++
+			if h.part == nil {
+				v.Offline++
+				continue
+			}
+			if h.minISR > 1 { // the ISR is this broker alone
+				v.UnderMinISR++
+			}
+		}
+	}
+	all := b.logs.All()
+	for _, dir := range b.logs.Dirs() {
+		d := admin.LogDirView{Path: dir}
+		if total, free, err := diskUsage(dir); err != nil {
+			d.Error = err.Error()
+		} else {
+			d.TotalBytes, d.FreeBytes = total, free
+		}
+		for tp, l := range all {
+			if b.logs.DirOf(tp) == dir {
+				d.Partitions++
+				d.LogBytes += l.Size()
+			}
+		}
+		v.LogBytes += d.LogBytes
+		v.LogDirs = append(v.LogDirs, d)
+	}
+	groups, err := s.listGroups(ctx)
+	if err != nil {
+		return v, err
+	}
+	v.Groups = len(groups)
+	return v, nil
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// Topics lists every topic with its size and each group's lag on it.
+func (s *source) Topics(ctx context.Context) ([]admin.TopicSummary, error) {
+	offsets, err := s.allCommitted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []admin.TopicSummary
+	for _, t := range s.b.ctrl.Image().SortedTopics() {
+		out = append(out, s.topicSummary(t, s.partitions(t), offsets[t.Name]))
+	}
+	return out, nil
+}
+
+func policyName(tc config.Topic) string {
+	var p []string
+	if tc.CleanupPolicyCompact {
+		p = append(p, "compact")
+	}
+	if tc.CleanupPolicyDelete {
+		p = append(p, "delete")
+	}
+	return strings.Join(p, ",")
+}
+
+// topicSummary sums t's partitions; committed are the groups' offsets on t.
+func (s *source) topicSummary(t *controller.Topic, parts []hostedPartition, committed []admin.GroupOffset) admin.TopicSummary {
+	ts := admin.TopicSummary{Name: t.Name, ID: t.ID.String(), Internal: t.Internal, Partitions: int(t.Partitions),
+		ReplicationFactor: 1, CleanupPolicy: policyName(s.b.topicConfig(t)), ConsumerLag: []admin.GroupLag{}}
+	hw := map[int32]int64{}
+	for _, h := range parts {
+		if h.part == nil {
+			continue
+		}
+		ts.SizeBytes += h.size()
+		ts.Records += h.snap.HighWatermark - h.snap.LogStartOffset
+		hw[h.index] = h.snap.HighWatermark
+	}
+	lag := map[string]int64{}
+	for _, o := range committed {
+		if h, ok := hw[o.Partition]; ok {
+			lag[o.Group] += h - o.Committed
+		} else if _, seen := lag[o.Group]; !seen {
+			lag[o.Group] = 0
+		}
+	}
+	for _, g := range sortedKeys(lag) {
+		ts.ConsumerLag = append(ts.ConsumerLag, admin.GroupLag{Group: g, Lag: lag[g]})
+	}
+	return ts
+}
+
+// Topic describes one topic: its partitions and its configs.
+func (s *source) Topic(ctx context.Context, name string) (admin.TopicView, error) {
+	t, err := s.topic(name)
+	if err != nil {
+		return admin.TopicView{}, err
+	}
+	offsets, err := s.allCommitted(ctx)
+	if err != nil {
+		return admin.TopicView{}, err
+	}
+	parts := s.partitions(t)
+	v := admin.TopicView{TopicSummary: s.topicSummary(t, parts, offsets[t.Name]), Configs: s.configs(t, nil)}
+	for i := range parts {
+		st := s.cleanerStatus(&parts[i])
+		v.PartitionDetail = append(v.PartitionDetail, s.partitionSummary(&parts[i], st))
+	}
+	return v, nil
+}
+
+// configs are t's effective configs as DescribeConfigs reports them,
+// restricted to the names in only when it is not nil.
+func (s *source) configs(t *controller.Topic, only map[string]bool) []admin.ConfigView {
+	out := []admin.ConfigView{}
+	for _, e := range config.DescribeTopic(s.b.Config(), t.Configs) {
+		if only != nil && !only[e.Name] {
+			continue
+		}
+		c := admin.ConfigView{Name: e.Name, Source: e.Source.String(), ReadOnly: e.ReadOnly, Sensitive: e.Sensitive}
+		if e.Value != nil {
+			c.Value = *e.Value
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// cleanerStatus is the cleaner's view of a compacted hosted partition, or
+// nil.
+func (s *source) cleanerStatus(h *hostedPartition) *cleaner.PartitionStatus {
+	if h.part == nil || s.b.cleaner == nil {
+		return nil
+	}
+	st, ok := s.b.cleaner.Status(cleaner.TopicPartition{Topic: h.topic.Name, Partition: h.index})
+	if !ok || !st.Compacted && st.LastRun == nil && st.Uncleanable == nil {
+		return nil
+	}
+	return &st
+}
+
+func (s *source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatus) admin.PartitionSummary {
+	node := s.b.Config().NodeID()
+	ps := admin.PartitionSummary{Partition: h.index, Leader: -1, LeaderEpoch: -1, Replicas: []int32{node}, ISR: []int32{}}
+	if h.part == nil {
+		return ps
+	}
+	snap := &h.snap
+	ps.Leader, ps.LeaderEpoch, ps.ISR = node, h.part.LeaderEpoch, []int32{node}
+	ps.Offsets = admin.Offsets{LogStart: snap.LogStartOffset, LSO: snap.LastStableOffset, HW: snap.HighWatermark,
+		LEO: snap.LogEndOffset, RecoveryPoint: snap.RecoveryPoint}
+	ps.SizeBytes, ps.Segments, ps.Compacted = h.size(), len(snap.Segments), snap.Config.Compact
+	if st != nil && st.Compacted {
+		ps.DirtyRatio = st.DirtyRatio
+	}
+	return ps
+}
+
+// Partition describes one hosted partition in full.
+func (s *source) Partition(ctx context.Context, topic string, partition int32) (admin.PartitionView, error) {
+	h, err := s.hosted(topic, partition)
+	if err != nil {
+		return admin.PartitionView{}, err
+	}
+	now := s.b.o.Clock.Now()
+	st := s.cleanerStatus(&h)
+	snap := &h.snap
+	v := admin.PartitionView{Topic: topic, TopicID: h.topic.ID.String(), Partition: partition, Dir: h.part.Log.Dir(),
+		PartitionSummary: s.partitionSummary(&h, st), Cleaner: st, Configs: s.configs(h.topic, partitionConfigs)}
+	v.ReplicaState = []admin.ReplicaView{{BrokerID: v.Leader, LogEndOffset: snap.LogEndOffset, InISR: true, Leader: true,
+		LastCaughtUpMs: now.UnixMilli()}}
+
+	plan := log.PlanRetention(snap, now.UnixMilli())
+	for i, seg := range snap.Segments {
+		sv := admin.SegmentView{BaseOffset: seg.BaseOffset, EndOffset: snap.LogEndOffset, SizeBytes: seg.Size,
+			LargestTimestampMs: seg.LargestTimestamp, Active: i == len(snap.Segments)-1, DeleteNext: i < plan.Now.Segments}
+		if !sv.Active {
+			sv.EndOffset = snap.Segments[i+1].BaseOffset
+		}
+		sv.Clean = st != nil && st.Compacted && sv.EndOffset <= st.FirstDirtyOffset
+		v.SegmentList = append(v.SegmentList, sv)
+	}
+	v.Retention = admin.RetentionView{CleanupPolicy: policyName(s.b.topicConfig(h.topic)), RetentionMs: snap.Config.RetentionMs,
+		RetentionBytes: snap.Config.RetentionBytes, CheckIntervalMs: s.b.Config().Long("log.retention.check.interval.ms"), Why: plan.Why}
+	if n := plan.Next; n != nil {
+		v.Retention.Next = &admin.RetentionNext{FromOffset: n.FromOffset, ToOffset: n.ToOffset, Segments: n.Segments,
+			Bytes: n.Bytes, Reason: n.Reason, DueMs: n.DueMs}
+	}
+
+	offsets, err := s.allCommitted(ctx)
+	if err != nil {
+		return v, err
+	}
+	v.Groups = []admin.GroupOffset{}
+	for _, o := range offsets[topic] {
+		if o.Partition == partition {
+			o.HW, o.Lag = snap.HighWatermark, snap.HighWatermark-o.Committed
+			v.Groups = append(v.Groups, o)
+		}
+	}
+	return v, nil
+}
+
+// hosted finds a partition this broker hosts.
+func (s *source) hosted(topic string, partition int32) (hostedPartition, error) {
+	t, err := s.topic(topic)
+	if err != nil {
+		return hostedPartition{}, err
+	}
+	if partition < 0 || partition >= t.Partitions {
+		return hostedPartition{}, fmt.Errorf("partition %s-%d (the topic has %d): %w", topic, partition, t.Partitions, admin.ErrNotFound)
+	}
+	h := s.partition(t, partition, s.b.topicConfig(t).MinInsyncReplicas)
+	if h.part == nil {
+		return h, fmt.Errorf("partition %s-%d is not hosted on this broker: %w", topic, partition, admin.ErrNotFound)
+	}
+	return h, nil
+}
+
+// listGroups lists the groups of every loaded __consumer_offsets partition.
+func (s *source) listGroups(ctx context.Context) ([]group.Listing, error) {
+	if s.b.groups == nil || s.b.ctrl.Image().Topic(group.OffsetsTopic) == nil {
+		return nil, nil
+	}
+	ls, err := s.b.groups.List(ctx, group.ListFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("listing consumer groups: %w", err)
+	}
+	sort.Slice(ls, func(i, j int) bool { return ls[i].Group < ls[j].Group })
+	return ls, nil
+}
+
+// committed is a group's committed offsets, with the high watermark and lag
+// of each hosted partition (HW -1 and lag 0 for one not hosted).
+func (s *source) committed(ctx context.Context, id string) ([]admin.GroupOffset, error) {
+	res, err := s.b.groups.Fetch(ctx, &group.FetchRequest{Group: id})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetching offsets of group %q: %w", id, err)
+	}
+	var out []admin.GroupOffset
+	for _, t := range res.Topics {
+		for _, p := range t.Partitions {
+			if p.Err != nil || p.Offset < 0 {
+				continue
+			}
+			o := admin.GroupOffset{Group: id, Topic: t.Topic, Partition: p.Partition, Committed: p.Offset,
+				LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, HW: -1}
+			if part, ok := s.b.replicas.Get(logmgr.TopicPartition{Topic: t.Topic, Partition: p.Partition}); ok {
+				o.HW = part.Log.HighWatermark()
+				o.Lag = o.HW - o.Committed
+			}
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// allCommitted is every group's committed offsets by topic.
+func (s *source) allCommitted(ctx context.Context) (map[string][]admin.GroupOffset, error) {
+	groups, err := s.listGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]admin.GroupOffset{}
+	for _, g := range groups {
+		offs, err := s.committed(ctx, g.Group)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range offs {
+			out[o.Topic] = append(out[o.Topic], o)
+		}
+	}
+	return out, nil
+}
+
+// Groups lists every consumer group with its members and total lag.
+func (s *source) Groups(ctx context.Context) ([]admin.GroupSummary, error) {
+	groups, err := s.listGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []admin.GroupSummary{}
+	for _, g := range groups {
+		v, err := s.group(ctx, g.Group)
+		if errors.Is(err, admin.ErrNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v.GroupSummary)
+	}
+	return out, nil
+}
+
+// Group describes one group: members, assignments, offsets and lag.
+func (s *source) Group(ctx context.Context, id string) (admin.GroupView, error) {
+	return s.group(ctx, id)
+}
+
+func (s *source) group(ctx context.Context, id string) (admin.GroupView, error) {
+	if s.b.groups == nil || s.b.ctrl.Image().Topic(group.OffsetsTopic) == nil {
+		return admin.GroupView{}, fmt.Errorf("group %q (no %s yet): %w", id, group.OffsetsTopic, admin.ErrNotFound)
+	}
+	d, err := s.b.groups.Describe(ctx, id)
+	if err != nil {
+		return admin.GroupView{}, fmt.Errorf("describing group %q: %w", id, err)
+	}
+	if d.Err != nil {
+		if errors.Is(d.Err, kerr.GroupIDNotFound) {
+			return admin.GroupView{}, fmt.Errorf("group %q: %w", id, admin.ErrNotFound)
+		}
+		return admin.GroupView{}, fmt.Errorf("describing group %q: %w", id, d.Err)
+	}
+	offs, err := s.committed(ctx, id)
+	if err != nil {
+		return admin.GroupView{}, err
+	}
+	v := admin.GroupView{
+		GroupSummary: admin.GroupSummary{ID: id, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
+			Members: len(d.Members), Coordinator: s.b.Config().NodeID(), Topics: []string{}},
+		MemberList: []admin.MemberView{},
+		Offsets:    []admin.GroupOffset{},
+	}
+	topics := map[string]bool{}
+	for _, m := range d.Members {
+		mv := admin.MemberView{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assignment: []admin.TopicPartitions{}}
+		if m.InstanceID != nil {
+			mv.InstanceID = *m.InstanceID
+		}
+		if d.ProtocolType == "consumer" && len(m.Assignment) > 0 {
+			if tps, ok := group.AssignedPartitions(m.Assignment); ok {
+				for _, tp := range tps {
+					mv.Assignment = append(mv.Assignment, admin.TopicPartitions{Topic: tp.Topic, Partitions: tp.Partitions})
+					topics[tp.Topic] = true
+				}
+			}
+		}
+		v.MemberList = append(v.MemberList, mv)
+	}
+	for _, o := range offs {
+		v.Offsets = append(v.Offsets, o)
+		v.Lag += o.Lag
+		topics[o.Topic] = true
+	}
+	v.Topics = append(v.Topics, sortedKeys(topics)...)
+	return v, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
