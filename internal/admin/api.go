@@ -11,9 +11,10 @@ import (
 
 // Error codes of the JSON API's error body, {"error": "...", "code": "..."}.
 const (
-	apiCodeNotFound   = "not_found"
-	apiCodeBadRequest = "bad_request"
-	apiCodeInternal   = "internal"
+	apiCodeNotFound    = "not_found"
+	apiCodeBadRequest  = "bad_request"
+	apiCodeInternal    = "internal"
+	apiCodeUnavailable = "unavailable"
 )
 
 // RegisterAPI adds the read-only JSON API under /v1/ over s (see doc.go for
@@ -70,7 +71,8 @@ type apiError struct {
 }
 
 // handle turns f's answer into an indented JSON body, or its error into a
-// JSON error: 400 for a bad parameter, 404 for ErrNotFound, 500 otherwise.
+// JSON error: 400 for a bad parameter, 404 for ErrNotFound, 503 for
+// ErrUnavailable, 500 otherwise.
 func (api *jsonAPI) handle(f func(context.Context, *http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v, err := f(r.Context(), r)
@@ -89,6 +91,9 @@ func (api *jsonAPI) writeError(w http.ResponseWriter, r *http.Request, err error
 		writeAPIJSON(w, http.StatusBadRequest, apiError{Error: bad.msg, Code: apiCodeBadRequest})
 	case errors.Is(err, ErrNotFound):
 		writeAPIJSON(w, http.StatusNotFound, apiError{Error: err.Error(), Code: apiCodeNotFound})
+	case errors.Is(err, ErrUnavailable):
+		w.Header().Set("Retry-After", "1")
+		writeAPIJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error(), Code: apiCodeUnavailable})
 	default:
 		if r.Context().Err() != nil {
 			api.a.log.Debug("admin API request ended by its client", "path", r.URL.Path, "err", err)

@@ -304,6 +304,21 @@ func TestAPIInternalError(t *testing.T) {
 	}
 }
 
+// TestAPIUnavailable checks ErrUnavailable answers 503 with Retry-After on
+// every route.
+func TestAPIUnavailable(t *testing.T) {
+	src := newAPIFakeSource()
+	src.failWith = fmt.Errorf("listing consumer groups: %w: COORDINATOR_LOAD_IN_PROGRESS", ErrUnavailable)
+	a, _ := newAPITestAdmin(t, src)
+	for _, path := range []string{"/v1/cluster", "/v1/groups", "/v1/groups/g"} {
+		code, body, hdr := get(t, a.Handler(), path)
+		checkAPIError(t, code, body, hdr, 503, "unavailable", "COORDINATOR_LOAD_IN_PROGRESS")
+		if got := hdr.Get("Retry-After"); got != "1" {
+			t.Errorf("%s: Retry-After %q, want 1", path, got)
+		}
+	}
+}
+
 // TestAPIKeepsOtherRoutes checks RegisterAPI leaves room for the cleaner's
 // route under the same prefix, and that only GET is served.
 func TestAPIKeepsOtherRoutes(t *testing.T) {

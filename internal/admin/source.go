@@ -13,6 +13,12 @@ import (
 // "not found" page.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnavailable is returned by a Source for state that exists but cannot be
+// read for a moment (e.g. consumer groups while __consumer_offsets loads);
+// the JSON API answers it with 503 and Retry-After. Views that only decorate
+// themselves with such state (lag on the topics list) leave it out instead.
+var ErrUnavailable = errors.New("temporarily unavailable")
+
 // Source is the broker state the JSON API (/v1/) and the web console read.
 // The broker implements it over its own in-process state (no Kafka round
 // trips); every method returns a consistent-enough snapshot taken at call

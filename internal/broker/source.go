@@ -151,7 +151,7 @@ func (s *source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 		v.LogDirs = append(v.LogDirs, d)
 	}
 	groups, err := s.listGroups(ctx)
-	if err != nil {
+	if err != nil && !errors.Is(err, admin.ErrUnavailable) {
 		return v, err
 	}
 	v.Groups = len(groups)
@@ -167,7 +167,7 @@ func version() string {
 
 // Topics lists every topic with its size and each group's lag on it.
 func (s *source) Topics(ctx context.Context) ([]admin.TopicSummary, error) {
-	offsets, err := s.allCommitted(ctx)
+	offsets, err := s.decorations(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (s *source) Topic(ctx context.Context, name string) (admin.TopicView, error
 	if err != nil {
 		return admin.TopicView{}, err
 	}
-	offsets, err := s.allCommitted(ctx)
+	offsets, err := s.decorations(ctx)
 	if err != nil {
 		return admin.TopicView{}, err
 	}
@@ -313,7 +313,7 @@ func (s *source) Partition(ctx context.Context, topic string, partition int32) (
 			Bytes: n.Bytes, Reason: n.Reason, DueMs: n.DueMs}
 	}
 
-	offsets, err := s.allCommitted(ctx)
+	offsets, err := s.decorations(ctx)
 	if err != nil {
 		return v, err
 	}
@@ -350,7 +350,7 @@ func (s *source) listGroups(ctx context.Context) ([]group.Listing, error) {
 	}
 	ls, err := s.b.groups.List(ctx, group.ListFilter{})
 	if err != nil {
-		return nil, fmt.Errorf("listing consumer groups: %w", err)
+		return nil, fmt.Errorf("listing consumer groups: %w", transient(err))
 	}
 	sort.Slice(ls, func(i, j int) bool { return ls[i].Group < ls[j].Group })
 	return ls, nil
@@ -364,7 +364,7 @@ func (s *source) committed(ctx context.Context, id string) ([]admin.GroupOffset,
 		err = res.Err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetching offsets of group %q: %w", id, err)
+		return nil, fmt.Errorf("fetching offsets of group %q: %w", id, transient(err))
 	}
 	var out []admin.GroupOffset
 	for _, t := range res.Topics {
@@ -382,6 +382,26 @@ func (s *source) committed(ctx context.Context, id string) ([]admin.GroupOffset,
 		}
 	}
 	return out, nil
+}
+
+// transient marks the coordinator's retriable errors (loading, moving) as
+// admin.ErrUnavailable.
+func transient(err error) error {
+	if errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.CoordinatorNotAvailable) ||
+		errors.Is(err, kerr.NotCoordinator) {
+		return fmt.Errorf("%w: %w", admin.ErrUnavailable, err)
+	}
+	return err
+}
+
+// decorations is allCommitted for views that only show lag beside their own
+// state: while the groups cannot be read they go without.
+func (s *source) decorations(ctx context.Context) (map[string][]admin.GroupOffset, error) {
+	offsets, err := s.allCommitted(ctx)
+	if errors.Is(err, admin.ErrUnavailable) {
+		return map[string][]admin.GroupOffset{}, nil
+	}
+	return offsets, err
 }
 
 // allCommitted is every group's committed offsets by topic.
@@ -434,13 +454,13 @@ func (s *source) group(ctx context.Context, id string) (admin.GroupView, error) 
 	}
 	d, err := s.b.groups.Describe(ctx, id)
 	if err != nil {
-		return admin.GroupView{}, fmt.Errorf("describing group %q: %w", id, err)
+		return admin.GroupView{}, fmt.Errorf("describing group %q: %w", id, transient(err))
 	}
 	if d.Err != nil {
 		if errors.Is(d.Err, kerr.GroupIDNotFound) {
 			return admin.GroupView{}, fmt.Errorf("group %q: %w", id, admin.ErrNotFound)
 		}
-		return admin.GroupView{}, fmt.Errorf("describing group %q: %w", id, d.Err)
+		return admin.GroupView{}, fmt.Errorf("describing group %q: %w", id, transient(d.Err))
 	}
 	offs, err := s.committed(ctx, id)
 	if err != nil {
