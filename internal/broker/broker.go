@@ -222,6 +222,7 @@ func (b *Broker) Start() error {
 	b.startCleaner()
 	b.api = newSource(b)
 	admin.RegisterAPI(b.adm, b.api)
+	admin.RegisterConsole(b.adm, b.api)
 	b.registerMetrics()
 	return nil
 }
