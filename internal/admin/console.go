@@ -204,6 +204,9 @@ func (c *console) renderError(w http.ResponseWriter, r *http.Request, err error)
 		status = he.status
 	case errors.Is(err, ErrNotFound):
 		status = http.StatusNotFound
+	case errors.Is(err, ErrUnavailable):
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "1")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
 	}

@@ -197,7 +197,11 @@ func (c *console) serveMessages(w http.ResponseWriter, r *http.Request) {
 	q.Offset = max(q.Offset, pv.LogStart)
 	body := &messagesBody{P: pv, Q: q, PageSizes: pageSizes}
 	body.OldestURL = q.url(topic, part, pv.LogStart)
-	body.NewestURL = q.url(topic, part, max(pv.LogStart, pv.HW-int64(q.Limit)))
+	bound := pv.HW
+	if q.Committed {
+		bound = pv.LSO
+	}
+	body.NewestURL = q.url(topic, part, max(pv.LogStart, bound-int64(q.Limit)))
 	rq := RecordQuery{Topic: topic, Partition: part, Offset: q.Offset, TimestampMs: q.TSMs,
 		MaxRecords: q.Limit, ReadCommitted: q.Committed}
 	if q.From == "timestamp" {

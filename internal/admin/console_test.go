@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -164,7 +165,14 @@ func TestConsoleMessageBrowser(t *testing.T) {
 	if !strings.Contains(body, "order-279") || strings.Contains(body, "order-280") || !strings.Contains(body, "reached the end (LSO <code>280</code>)") {
 		t.Errorf("read_committed from 270: want records up to 279 and the end at the LSO")
 	}
+	// "newest" is the last page below the bound the page reads to.
+	if !strings.Contains(body, `href="/ui/topics/orders/0/messages?isolation=read_committed&amp;offset=230">newest</a>`) {
+		t.Errorf("read_committed: the newest link does not end at the LSO (280)")
+	}
 	body = page("offset=270")
+	if !strings.Contains(body, `href="/ui/topics/orders/0/messages?offset=240">newest</a>`) {
+		t.Errorf("read_uncommitted: the newest link does not end at the HW (290)")
+	}
 	if !strings.Contains(body, "order-289") || strings.Contains(body, "order-290") || !strings.Contains(body, "reached the end (HW <code>290</code>)") {
 		t.Errorf("read_uncommitted from 270: want records up to 289 and the end at the HW")
 	}
@@ -494,5 +502,20 @@ func TestFormatters(t *testing.T) {
 	}
 	if n := runeLen(showBytes(false, strings.Repeat("é", 3000), "utf8", "text", maxShownValue).Text); n != maxShownValue {
 		t.Errorf("shown value has %d characters, want %d", n, maxShownValue)
+	}
+}
+
+// TestConsoleUnavailable: state the Source cannot read for a moment (groups
+// while __consumer_offsets loads) is a 503 page with Retry-After, as in the
+// JSON API, not an internal error.
+func TestConsoleUnavailable(t *testing.T) {
+	src := newAPIFakeSource()
+	src.failWith = fmt.Errorf("listing consumer groups: %w: COORDINATOR_LOAD_IN_PROGRESS", ErrUnavailable)
+	a := newConsoleAdmin(t, src)
+	for _, path := range []string{"/ui/groups", "/ui/groups/g"} {
+		code, body, hdr := get(t, a.Handler(), path)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "COORDINATOR_LOAD_IN_PROGRESS") || hdr.Get("Retry-After") != "1" {
+			t.Errorf("GET %s = %d, Retry-After %q, want 503 with Retry-After 1 and the reason:\n%s", path, code, hdr.Get("Retry-After"), body)
+		}
 	}
 }

@@ -283,12 +283,16 @@ type GroupOffset struct {
 // timestamp ≥ it, as ListOffsets finds it), else Offset (clamped up to the
 // log start offset).
 type RecordQuery struct {
-	Topic         string
-	Partition     int32
-	Offset        int64
-	TimestampMs   int64
-	MaxRecords    int // capped at 1000; ≤ 0 means 50
-	MaxBytes      int // bytes of batches scanned, capped at 4 MiB; ≤ 0 means 1 MiB
+	Topic       string
+	Partition   int32
+	Offset      int64
+	TimestampMs int64
+	MaxRecords  int // capped at 1000; ≤ 0 means 50
+	// MaxBytes bounds the bytes of batches scanned and the bytes of keys,
+	// values and headers returned (a compressed batch may hold far more
+	// than it takes on disk; the first record is returned whatever its
+	// size); capped at 4 MiB, ≤ 0 means 1 MiB.
+	MaxBytes      int
 	ReadCommitted bool
 }
 

@@ -18,8 +18,9 @@
 // committed offsets (lag = HW − committed; these calls go through the
 // coordinator's owner goroutines and honour the request's context), statfs
 // for each log dir. Record pages read the log directly, bounded by
-// max_records (≤ 1000), max_bytes (≤ 4 MiB of batches) and the HW or LSO,
-// with the log's capped decompression.
+// max_records (≤ 1000), max_bytes (≤ 4 MiB, both of batches scanned and of
+// keys, values and headers returned past the first record) and the HW or
+// LSO, with the log's capped decompression.
 //
 // Shutdown (SIGTERM/SIGINT in gregor serve): stop the group coordinator
 // (parked JoinGroup/SyncGroup requests are answered NOT_COORDINATOR so they

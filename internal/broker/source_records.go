@@ -72,7 +72,12 @@ type pageScan struct {
 	maxRecords int
 	maxBytes   int
 	maxOut     int // decompression cap
-	full       bool
+	// held is the bytes of keys, values and headers in page.Records; a
+	// compressed batch may hold far more than it scans, so maxBytes bounds
+	// it too (past the first record).
+	held int
+	// full is the reason the page is full ("max_records", "max_bytes"), or "".
+	full string
 }
 
 func (sc *pageScan) run(ctx context.Context, l *log.Log) error {
@@ -86,8 +91,8 @@ func (sc *pageScan) run(ctx context.Context, l *log.Log) error {
 		case ctx.Err() != nil:
 			page.StopReason = "canceled"
 			return nil
-		case sc.full:
-			page.StopReason = "max_records"
+		case sc.full != "":
+			page.StopReason = sc.full
 			return nil
 		case page.NextOffset >= page.Bound:
 			page.StopReason = "end"
@@ -111,7 +116,7 @@ func (sc *pageScan) run(ctx context.Context, l *log.Log) error {
 			return nil
 		}
 		buf = data
-		for len(data) > 0 && !sc.full {
+		for len(data) > 0 && sc.full == "" {
 			batch, rest, ok := record.Split(data)
 			if !ok {
 				return fmt.Errorf("%w: partial batch in a log read", record.ErrCorrupt)
@@ -142,11 +147,21 @@ func (sc *pageScan) batch(batch []byte) error {
 		if off < from {
 			return nil
 		}
-		if len(page.Records) >= sc.maxRecords {
-			sc.full = true
+		n := len(r.Key) + len(r.Value)
+		for _, hd := range r.Headers {
+			n += len(hd.Key) + len(hd.Value)
+		}
+		switch {
+		case len(page.Records) >= sc.maxRecords:
+			sc.full = "max_records"
+		case len(page.Records) > 0 && sc.held+n > sc.maxBytes:
+			sc.full = "max_bytes"
+		}
+		if sc.full != "" {
 			page.NextOffset = off
 			return errPageFull
 		}
+		sc.held += n
 		page.Records = append(page.Records, recordView(&h, r, off))
 		page.NextOffset = off + 1
 		return nil

@@ -63,7 +63,9 @@ func (l *Log) snapshotLocked() Snapshot {
 	}
 	s.LastStableOffset = s.HighWatermark
 	if fu, ok := l.producers.firstUnstableOffset(); ok && fu < s.LastStableOffset {
-		s.LastStableOffset = fu
+		// DeleteRecords may pass an open transaction's first offset (it is
+		// bounded by the HW only); as in Kafka the LSO is then the log start.
+		s.LastStableOffset = max(fu, s.LogStartOffset)
 	}
 	for i, seg := range segs {
 		s.Segments[i] = SegmentInfo{BaseOffset: seg.baseOffset, Size: seg.size.Load(), LargestTimestamp: seg.largestTimestamp()}

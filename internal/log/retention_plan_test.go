@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -243,5 +244,39 @@ func TestDeleteOldSegmentsFollowsPlan(t *testing.T) {
 	plan, _ = l.RetentionPlan(clk.Now())
 	if plan.Now.Segments != 0 || plan.Next != nil || !strings.Contains(plan.Why, "cleanup.policy=compact") {
 		t.Fatalf("compacted log: %+v", plan)
+	}
+}
+
+// TestSnapshotLSONotBelowLogStart: DeleteRecords may move the log start
+// offset past the first offset of a transaction still open (it is bounded by
+// the high watermark only); the last stable offset then is the log start
+// offset, as in Kafka, so a Snapshot keeps log start ≤ LSO ≤ HW ≤ LEO.
+func TestSnapshotLSONotBelowLogStart(t *testing.T) {
+	clk := clock.NewFake(t0)
+	l := openTest(t, vfs.NewMem(), clk, smallConfig(), false)
+	defer l.Close()
+	spec := &record.BatchSpec{Transactional: true, ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0}
+	for i := range 3 {
+		spec.Records = append(spec.Records, record.BuildRecord{OffsetDelta: int32(i), Timestamp: t0.UnixMilli(), Value: []byte("t")})
+	}
+	txn, err := record.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, txn, 0) // offsets 0-2, transaction left open
+	mustAppend(t, l, testBatch(t, 5, t0.UnixMilli(), "k"), 0)
+	l.SetHighWatermark(l.LogEndOffset())
+	if _, err := l.IncrementLogStartOffset(4); err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(s.LogStartOffset <= s.LastStableOffset && s.LastStableOffset <= s.HighWatermark && s.HighWatermark <= s.LogEndOffset) {
+		t.Fatalf("log start %d, LSO %d, HW %d, LEO %d: out of order", s.LogStartOffset, s.LastStableOffset, s.HighWatermark, s.LogEndOffset)
+	}
+	if s.LastStableOffset != 4 {
+		t.Fatalf("LSO %d, want the log start offset 4 (the open transaction began below it)", s.LastStableOffset)
 	}
 }
