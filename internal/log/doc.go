@@ -6,7 +6,9 @@
 // Every log has four offsets, logStartOffset ≤ LSO ≤ HW ≤ LEO:
 //   - log start offset: the first offset readable; moved by retention and
 //     DeleteRecords (IncrementLogStartOffset), never by compaction;
-//   - last stable offset: min(first offset of an open transaction, HW);
+//   - last stable offset: min(first offset of an open transaction, HW),
+//     never below the log start offset (DeleteRecords may pass an open
+//     transaction's first offset; Kafka then raises the LSO with it);
 //   - high watermark: a slot the partition layer drives (SetHighWatermark);
 //   - log end offset: the offset the next record gets.
 //

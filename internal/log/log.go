@@ -194,17 +194,19 @@ func (l *Log) noteSyncStateLocked() {
 	l.pendingSync.Store(len(l.unsynced) > 0 || l.dirDirty)
 }
 
-// LastStableOffset is min(first unstable offset, high watermark): no open
-// transaction's records lie below it.
+// LastStableOffset is min(first unstable offset, high watermark), raised to
+// the log start offset when DeleteRecords moved that past an open
+// transaction's first offset (as Kafka does): no open transaction's records
+// lie below it, and logStartOffset ≤ LSO ≤ HW.
 func (l *Log) LastStableOffset() int64 {
-	hw := l.hw.Load()
 	l.mu.Lock()
-	fu, ok := l.producers.firstUnstableOffset()
-	l.mu.Unlock()
-	if ok && fu < hw {
-		return fu
+	defer l.mu.Unlock()
+	hw := l.hw.Load()
+	lso := hw
+	if fu, ok := l.producers.firstUnstableOffset(); ok && fu < hw {
+		lso = max(fu, min(l.logStart.Load(), hw))
 	}
-	return hw
+	return lso
 }
 
 // Size is the total bytes of the log's segments.

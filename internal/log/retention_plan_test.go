@@ -279,4 +279,7 @@ func TestSnapshotLSONotBelowLogStart(t *testing.T) {
 	if s.LastStableOffset != 4 {
 		t.Fatalf("LSO %d, want the log start offset 4 (the open transaction began below it)", s.LastStableOffset)
 	}
+	if got := l.LastStableOffset(); got != 4 {
+		t.Fatalf("LastStableOffset() %d, want 4 as in the snapshot", got)
+	}
 }
