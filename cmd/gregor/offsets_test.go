@@ -67,8 +67,11 @@ func TestOffsetsAfterDeleteRecords(t *testing.T) {
 	}
 }
 
-// Retention deletes closed segments whose newest record is older than
-// retention.ms; the log start offset moves to the first remaining segment.
+// Retention deletes segments whose newest record is older than
+// retention.ms, the active one too once the high watermark reaches the log
+// end offset (as Kafka does: it rolls a new empty segment first), so an
+// idle topic whose records all expired ends with log start offset = HW =
+// LEO; the next record gets that offset.
 func TestOffsetsAfterRetention(t *testing.T) {
 	b := brokertest.Start(t, map[string]string{"log.retention.check.interval.ms": "20"})
 	c := cli{t: t, b: b, addr: b.Addr().String()}
@@ -76,10 +79,8 @@ func TestOffsetsAfterRetention(t *testing.T) {
 	cl := b.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	// Records hours old and two minutes apart: each one after the first is
-	// past segment.ms from the active segment's first record, so it rolls
-	// (Kafka measures segment.ms in record time), and every closed segment
-	// is past retention.ms.
+	// Records hours old and two minutes apart: each is past retention.ms
+	// when it arrives.
 	old := time.Now().Add(-3 * time.Hour)
 	for i := range 3 {
 		r := &kgo.Record{Topic: "aging", Value: []byte{byte('a' + i)}, Timestamp: old.Add(time.Duration(i) * 2 * time.Minute)}
@@ -90,11 +91,11 @@ func TestOffsetsAfterRetention(t *testing.T) {
 	var got []partitionOffsets
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		c.json(&got, "offsets", "aging")
-		if got[0].LogStartOffset == 2 {
+		if got[0].LogStartOffset == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("retention did not move the log start offset to 2: %+v", got[0])
+			t.Fatalf("retention did not move the log start offset to 3: %+v", got[0])
 		}
 		select {
 		case <-ctx.Done():
@@ -103,7 +104,14 @@ func TestOffsetsAfterRetention(t *testing.T) {
 		}
 	}
 	checkOrder(t, got[0])
-	if got[0].HighWatermark != 3 {
-		t.Fatalf("after retention: %+v", got[0])
+	if got[0].HighWatermark != 3 || *got[0].LogEndOffset != 3 {
+		t.Fatalf("after retention: %+v, want log start = HW = LEO = 3", got[0])
+	}
+	r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: "aging", Value: []byte("new")}).First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Offset != 3 {
+		t.Fatalf("a new record after retention got offset %d, want 3", r.Offset)
 	}
 }

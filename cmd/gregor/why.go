@@ -530,10 +530,13 @@ func retentionHint(v admin.PartitionView) string {
 	case r.RetentionMs < 0 && r.RetentionBytes < 0:
 		return "retention.ms and retention.bytes are both -1, so nothing is deleted by age or size; to bound it: " +
 			alterHint(v.Topic, "retention.ms", "604800000")
-	case len(v.SegmentList) <= 1:
+	case len(v.SegmentList) == 1 && r.RetentionBytes >= 0 && v.SegmentList[0].SizeBytes > r.RetentionBytes:
+		// retention.bytes takes a segment only while the segments after it
+		// still hold retention.bytes: the only one waits for a roll.
 		segMs, _ := configValue(v, "segment.ms")
 		if ms, err := strconv.ParseInt(segMs, 10, 64); err == nil && ms > 3_600_000 {
-			return "retention deletes closed segments only; to roll the active segment sooner: " + alterHint(v.Topic, "segment.ms", "3600000")
+			return "retention.bytes deletes a segment only once the segments after it hold retention.bytes; to roll the active segment sooner: " +
+				alterHint(v.Topic, "segment.ms", "3600000")
 		}
 	}
 	return ""

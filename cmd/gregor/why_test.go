@@ -201,13 +201,39 @@ func TestExplainRetention(t *testing.T) {
 			"Offsets below 3,000 are gone: retention and DeleteRecords move the log start offset; compaction never does.",
 		},
 	}, {
-		name: "only the active segment",
-		view: retentionView(admin.RetentionView{RetentionMs: 604800000, RetentionBytes: -1,
-			Why: "only the active segment has data (offsets 0–9, 1024 bytes); retention deletes closed segments only, and the active one rolls when it reaches segment.bytes=1073741824 or at the first append after 2026-03-08T12:00:00Z (segment.ms=604800000)"},
+		name: "only the active segment, due later by retention.ms",
+		view: retentionView(admin.RetentionView{RetentionMs: 3_600_000, RetentionBytes: -1,
+			Next: &admin.RetentionNext{FromOffset: 0, ToOffset: 10, Segments: 1, Bytes: 1024, Reason: "retention.ms", DueMs: whyNow.Add(10 * time.Minute).UnixMilli()},
+			Why: "the active segment (offsets 0–9, largest timestamp 2026-03-01T11:10:00Z) passes retention.ms=3600000 at 2026-03-01T12:10:00.001Z; " +
+				"the retention check after that deletes 1 segment (1024 bytes), rolling the active segment first, so the log start offset becomes the log end offset 10; retention.bytes=-1"},
 			admin.SegmentView{BaseOffset: 0, EndOffset: 10, SizeBytes: 1024, Active: true}),
 		want: []string{
-			"nothing will be deleted from partition t/0: only the active segment has data (offsets 0–9, 1024 bytes); retention deletes closed segments only",
-			"to roll the active segment sooner: gregor topic alter-config t --set segment.ms=3600000",
+			"retention will delete offsets 0–9 of partition t/0 (1 segment, 1.0 KiB) at 2026-03-01T12:10:00Z (in 10m0s)",
+			"broker: the active segment (offsets 0–9, largest timestamp 2026-03-01T11:10:00Z) passes retention.ms=3600000",
+			"rolling the active segment first, so the log start offset becomes the log end offset 10",
+			"to keep records longer, raise retention.ms: gregor topic alter-config t --set retention.ms=7200000",
+		},
+	}, {
+		name: "only the active segment, over retention.bytes",
+		view: retentionView(admin.RetentionView{RetentionMs: -1, RetentionBytes: 1000,
+			Why: "retention.ms=-1; the log is 24 bytes over retention.bytes=1000, all in the active segment; a segment goes only when the segments after it hold retention.bytes, " +
+				"so it goes after it rolls (at segment.bytes=1073741824 or the first append after 2026-03-08T12:00:00Z, segment.ms=604800000) and 1000 more bytes arrive"},
+			admin.SegmentView{BaseOffset: 0, EndOffset: 10, SizeBytes: 1024, Active: true}),
+		want: []string{
+			"nothing will be deleted from partition t/0: retention.ms=-1; the log is 24 bytes over retention.bytes=1000, all in the active segment",
+			"retention.bytes deletes a segment only once the segments after it hold retention.bytes; to roll the active segment sooner: gregor topic alter-config t --set segment.ms=3600000",
+		},
+	}, {
+		name: "an empty log after retention deleted everything",
+		view: func() admin.PartitionView {
+			v := retentionView(admin.RetentionView{RetentionMs: 3_600_000, RetentionBytes: -1, Why: "the log is empty"},
+				admin.SegmentView{BaseOffset: 4100, EndOffset: 4100, Active: true})
+			v.LogStart = 4100
+			return v
+		}(),
+		want: []string{
+			"nothing will be deleted from partition t/0: the log is empty.",
+			"log start offset 4,100, high watermark 4,100, log end offset 4,100; 1 segment(s), 0 B, the active one from offset 4,100 (0 B).",
 		},
 	}, {
 		name: "compact policy",

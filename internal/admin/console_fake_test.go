@@ -201,7 +201,7 @@ func newFakeSource() *fakeSource {
 		Offsets: Offsets{LogStart: 1234567, LSO: 1234567, HW: 1234567, LEO: 1234567, RecoveryPoint: 1234567}, Segments: 1},
 		SegmentList:  []SegmentView{{BaseOffset: 1234567, EndOffset: 1234567, Active: true}},
 		ReplicaState: []ReplicaView{{BrokerID: 1, LogEndOffset: 1234567, InISR: true, Leader: true}},
-		Retention:    RetentionView{CleanupPolicy: "delete", RetentionMs: 604800000, RetentionBytes: -1, Why: "only the active segment exists"},
+		Retention:    RetentionView{CleanupPolicy: "delete", RetentionMs: 604800000, RetentionBytes: -1, Why: "the log is empty"},
 		Groups:       []GroupOffset{{Group: "billing", Topic: "orders", Partition: 1, Committed: 1234560, HW: 1234567, Lag: 7}},
 	}
 	f.partitions[tpKey("orders", 1)] = p1

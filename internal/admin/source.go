@@ -211,11 +211,14 @@ type RetentionView struct {
 	CheckIntervalMs int64 `json:"check_interval_ms"`
 	// Next is the prefix of segments the next retention pass would delete,
 	// or that would be deleted first once time passes; nil when none ever
-	// will without more data (e.g. only the active segment has data).
+	// will without more data (e.g. the log is empty). It may end with the
+	// active segment: the pass then rolls a new empty one at the log end
+	// offset first, and ToOffset is the log end offset.
 	Next *RetentionNext `json:"next,omitempty"`
-	// Why is a plain sentence, e.g. "only the active segment has data;
-	// retention deletes closed segments only (segment.ms=604800000 rolls it
-	// at 2026-12-08T10:00:00Z)".
+	// Why is a plain sentence, e.g. "the active segment (offsets 0–9,
+	// largest timestamp …) passes retention.ms=604800000 at …; the
+	// retention check after that deletes 1 segment (1024 bytes), rolling the
+	// active segment first, …".
 	Why string `json:"why"`
 }
 

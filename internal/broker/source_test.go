@@ -256,6 +256,25 @@ func TestAPIPartition(t *testing.T) {
 	if pass.LogStart != n.ToOffset || len(pass.SegmentList) != len(segs)-1 || pass.SegmentList[0].BaseOffset != n.ToOffset {
 		t.Fatalf("retention pass: log start %d, %d segments; plan was %+v", pass.LogStart, len(pass.SegmentList), *n)
 	}
+
+	// Expire everything: the plan takes the active segment too (the HW is
+	// at the LEO), and the pass leaves one empty segment at the LEO.
+	alter(t, f.adm, "orders", "retention.ms", "1")
+	var all admin.PartitionView
+	mustGet(t, f.b, "/v1/partitions/orders/0", &all)
+	n = all.Retention.Next
+	last := all.SegmentList[len(all.SegmentList)-1]
+	if n == nil || n.Segments != len(all.SegmentList) || n.ToOffset != 60 || !last.Active || !last.DeleteNext ||
+		!strings.Contains(all.Retention.Why, "the check rolls it") {
+		t.Fatalf("everything expired: %+v, active %+v, why %q", n, last, all.Retention.Why)
+	}
+	f.b.Logs().RunRetention()
+	var empty admin.PartitionView
+	mustGet(t, f.b, "/v1/partitions/orders/0", &empty)
+	if o := empty.Offsets; o.LogStart != 60 || o.LSO != 60 || o.HW != 60 || o.LEO != 60 || len(empty.SegmentList) != 1 ||
+		empty.SegmentList[0].BaseOffset != 60 || empty.SegmentList[0].SizeBytes != 0 || empty.Retention.Why != "the log is empty" {
+		t.Fatalf("after retention deleted everything: offsets %+v, segments %+v, why %q", o, empty.SegmentList, empty.Retention.Why)
+	}
 }
 
 func alter(t *testing.T, adm *kadm.Client, topic, name, value string) {

@@ -139,7 +139,16 @@ func crashWorkload(fs vfs.FS, seed uint64, steps int, tr *crashTrace) error {
 			}
 		case p < 88:
 			l.SetHighWatermark(l.LogEndOffset())
-			clk.Advance(time.Duration(rng.IntN(40)) * time.Minute)
+			// Up to 1.5 retention.ms: at times every segment has expired,
+			// and the pass rolls the active segment before deleting it.
+			clk.Advance(time.Duration(rng.IntN(90)) * time.Minute)
+			// The segments the pass deletes may be gone, done or not (their
+			// removal is durable before the epoch checkpoint is cut).
+			plan, err := l.RetentionPlan(clk.Now())
+			if err != nil {
+				return err
+			}
+			tr.forget(func(base int64, _ []byte) bool { return plan.Now.Segments == 0 || base >= plan.Now.ToOffset })
 			if _, err := l.DeleteOldSegments(clk.Now()); err != nil {
 				return err
 			}
@@ -147,6 +156,9 @@ func crashWorkload(fs vfs.FS, seed uint64, steps int, tr *crashTrace) error {
 		case p < 91:
 			l.SetHighWatermark(l.LogEndOffset())
 			to := l.LogStartOffset() + int64(rng.IntN(int(l.LogEndOffset()-l.LogStartOffset())+1))
+			segs := l.segments()
+			kept := segs[segmentFor(segs, to)].baseOffset
+			tr.forget(func(base int64, _ []byte) bool { return base >= kept })
 			if _, err := l.IncrementLogStartOffset(to); err != nil {
 				return err
 			}

@@ -66,17 +66,34 @@
 //
 // # Retention
 //
-// Retention deletes a prefix of whole, closed segments wholly below the high
+// Retention deletes a prefix of whole segments wholly below the high
 // watermark: those below the log start offset (any cleanup.policy), then with
-// cleanup.policy=delete those older than retention.ms (largest timestamp),
-// then those that keep the log over retention.bytes. The decision is one pure
-// function, PlanRetention(Snapshot, now), in retention_plan.go:
-// DeleteOldSegments deletes exactly the prefix it names for the same
-// Snapshot, and RetentionPlan (the admin API, `gregor why retention`) shows
-// the same plan, with, when nothing is due, what goes first and when
-// (largest timestamp + retention.ms + 1 ms) or why nothing will without more
-// data. Snapshot is taken under Log.mu, so its offsets, segments and
-// configuration are consistent with one another.
+// cleanup.policy=delete those older than retention.ms (largest timestamp:
+// the largest batch max timestamp, or the creation time when no batch has
+// one), then those that keep the log over retention.bytes. As in Kafka's
+// deletableSegments the active segment is a candidate too, once the high
+// watermark is the log end offset, unless it has no bytes: an idle log whose
+// data has all expired does not keep its last segment forever. When the
+// prefix is every segment, DeleteOldSegments first rolls a new empty active
+// segment at the log end offset, so the segments deleted are always closed
+// ones, the log keeps one segment, the log end offset stays and the log
+// start offset becomes it. The roll makes the new segment durable before the
+// old ones are renamed to .deleted, and the leader-epoch checkpoint and
+// producer snapshots are cut to the new log start offset only after that
+// removal is durable, so a crash recovers either the old segments (plus,
+// perhaps, the empty one) with their epochs or the empty log at the same log
+// end offset; log start ≤ HW either way. (On reopening a log with no batch
+// left, the epoch entry at the log end offset is dropped, as Kafka's load
+// does: the next append's epoch starts there.)
+//
+// The decision is one pure function, PlanRetention(Snapshot, now), in
+// retention_plan.go: DeleteOldSegments deletes exactly the prefix it names
+// for the same Snapshot, and RetentionPlan (the admin API, `gregor why
+// retention`) shows the same plan, with, when nothing is due, what goes first
+// and when (largest timestamp + retention.ms + 1 ms), when the active segment
+// goes, or why nothing will without more data. Snapshot is taken under
+// Log.mu, so its offsets, segments and configuration are consistent with one
+// another.
 //
 // # Durability
 //

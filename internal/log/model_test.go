@@ -515,13 +515,21 @@ func (mt *modelTest) retention(t *rapid.T) {
 		size[k] += int64(len(b.data))
 		largest[k] = max(largest[k], b.maxTS)
 	}
-	deletable := func(k int) bool { return k < len(bases)-1 && bases[k+1] <= m.hw }
+	// Kafka's deletableSegments: the active segment too, once the HW is
+	// at the LEO, unless it has no bytes.
+	last := len(bases) - 1
+	deletable := func(k int) bool {
+		if k == last {
+			return size[k] > 0 && m.leo <= m.hw
+		}
+		return k < last && bases[k+1] <= m.hw
+	}
 	n := 0
-	for n < len(bases)-1 && bases[n+1] <= m.logStart {
+	for n < last && bases[n+1] <= m.logStart {
 		n++
 	}
 	if mt.cfg.RetentionMs >= 0 {
-		for deletable(n) && largest[n] > 0 && now.UnixMilli()-largest[n] > mt.cfg.RetentionMs {
+		for deletable(n) && largest[n] >= 0 && now.UnixMilli()-largest[n] > mt.cfg.RetentionMs {
 			n++
 		}
 	}
@@ -544,11 +552,19 @@ func (mt *modelTest) retention(t *rapid.T) {
 		t.Fatalf("retention removed %d segments (%s), model %d; segments %v, sizes %v, largest %v, now %d, HW %d",
 			res.Segments, res.Reason, n, bases, size, largest, now.UnixMilli(), m.hw)
 	}
-	m.logStart = max(m.logStart, bases[n])
+	kept := m.leo // every segment went: a new empty one starts at the LEO
+	if n <= last {
+		kept = bases[n]
+	}
+	m.logStart = max(m.logStart, kept)
 	m.hw = max(m.hw, m.logStart)
-	m.dropBelow(bases[n])
+	m.dropBelow(kept)
 	if res.LogStartOffset != m.logStart {
 		t.Fatalf("retention result log start %d, model %d", res.LogStartOffset, m.logStart)
+	}
+	if after := segmentBases(mt.l); n > last && (len(after) != 1 || after[0] != m.leo || mt.l.active().size.Load() != 0) {
+		t.Fatalf("after deleting every segment: segments %v, active size %d, want one empty segment at LEO %d",
+			after, mt.l.active().size.Load(), m.leo)
 	}
 	mt.clk.Advance(2 * time.Second) // delayed file deletion runs
 }

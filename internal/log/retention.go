@@ -19,10 +19,19 @@ type RetentionResult struct {
 // DeleteOldSegments is one retention pass (log.retention.check.interval.ms):
 // it deletes the prefix of segments PlanRetention names for now, so exactly
 // what RetentionPlan reported. With cleanup.policy=delete that is the oldest
-// closed segments whose largest timestamp is older than retention.ms, then
-// those that keep the log over retention.bytes; with any policy, segments
-// wholly below the log start offset. Only a prefix of closed segments, wholly
-// below the high watermark, is ever removed: never the active segment.
+// segments whose largest timestamp is older than retention.ms, then those
+// that keep the log over retention.bytes; with any policy, segments wholly
+// below the log start offset. Every segment removed lies wholly below the
+// high watermark. As in Kafka the active segment is a candidate too (unless
+// it has no bytes): when the prefix is every segment, a new empty active
+// segment is rolled at the log end offset first, so the log always keeps one
+// segment, the segments deleted are all closed, and the log start offset
+// becomes the log end offset.
+//
+// The roll makes the new segment's directory entry durable (its producer
+// snapshot is written atomically) before the old segments are renamed to
+// .deleted, so a crash in between recovers the old segments plus an empty
+// active one at the same log end offset.
 func (l *Log) DeleteOldSegments(now time.Time) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -36,17 +45,31 @@ func (l *Log) DeleteOldSegments(now time.Time) (RetentionResult, error) {
 		return RetentionResult{LogStartOffset: snap.LogStartOffset}, nil
 	}
 	res := RetentionResult{Segments: n, Bytes: plan.Now.Bytes, Reason: plan.Now.Reason}
+	rolled := n == len(snap.Segments)
+	if rolled {
+		leo := l.leo.Load()
+		if act := l.active(); act.baseOffset >= leo {
+			return res, fmt.Errorf("retention: active segment %d with %d bytes ends at the log end offset %d: cannot roll",
+				act.baseOffset, act.size.Load(), leo)
+		}
+		if _, err := l.rollLocked(leo, l.nowMs()); err != nil {
+			return res, err
+		}
+	}
 	if err := l.dropPrefixLocked(n); err != nil {
 		return res, err
 	}
 	res.LogStartOffset = l.logStart.Load()
 	l.logger.Info("deleted segments by retention", "dir", l.dir, "segments", n, "bytes", res.Bytes,
-		"reason", res.Reason, "log_start_offset", res.LogStartOffset)
+		"reason", res.Reason, "log_start_offset", res.LogStartOffset, "rolled_active", rolled)
 	return res, nil
 }
 
+// largestTimestamp is Kafka's LogSegment.largestTimestamp: the largest batch
+// max timestamp, or the creation time when no batch has one (maxTimestamp is
+// -1 then; a timestamp of 0 is a real one).
 func (s *segment) largestTimestamp() int64 {
-	if s.maxTimestamp > 0 {
+	if s.maxTimestamp >= 0 {
 		return s.maxTimestamp
 	}
 	return s.createdMs
@@ -54,6 +77,13 @@ func (s *segment) largestTimestamp() int64 {
 
 // dropPrefixLocked removes the first n segments and raises the log start
 // offset to the first remaining one.
+//
+// The segments' removal is made durable before the leader-epoch checkpoint
+// and the producer snapshots are cut to the new log start offset (Kafka
+// removes the segments, then increments the log start offset): a crash in
+// between leaves epochs and snapshots describing offsets that are gone,
+// which Open trims to the log start offset, never the old segments without
+// the epochs of their batches.
 func (l *Log) dropPrefixLocked(n int) error {
 	segs := l.segments()
 	gone := segs[:n]
@@ -67,14 +97,14 @@ func (l *Log) dropPrefixLocked(n int) error {
 	l.publish(rest)
 	l.unsynced = without(l.unsynced, gone)
 	l.noteSyncStateLocked()
+	l.producers.evictBelow(l.logStart.Load())
+	if err := l.deleteSegments(gone); err != nil {
+		return err
+	}
 	if err := l.epochs.truncateFromStart(l.logStart.Load()); err != nil {
 		return err
 	}
-	l.producers.evictBelow(l.logStart.Load())
-	if err := l.deleteSnapshotsBelow(rest[0].baseOffset); err != nil {
-		return err
-	}
-	return l.deleteSegments(gone)
+	return l.deleteSnapshotsBelow(rest[0].baseOffset)
 }
 
 func without(list, gone []*segment) []*segment {

@@ -26,7 +26,8 @@ type SegmentInfo struct {
 // Snapshot is a consistent view of a log's offsets and segments, taken under
 // Log.mu: what a retention pass decides on, and what the admin API shows.
 type Snapshot struct {
-	// Segments, oldest first; the last is the active segment.
+	// Segments, oldest first; the last is the active segment. There is
+	// always at least one.
 	Segments         []SegmentInfo
 	LogStartOffset   int64
 	LastStableOffset int64
@@ -81,11 +82,16 @@ func (l *Log) snapshotLocked() Snapshot {
 }
 
 // RetentionRange is a prefix of a log's segments that retention deletes.
+// When it is every segment, the active one included, the pass first rolls a
+// new empty active segment at the log end offset, as Kafka does, so the log
+// keeps one segment and ToOffset is the log end offset.
 type RetentionRange struct {
 	Segments   int
 	Bytes      int64
 	FromOffset int64 // base offset of the first segment deleted
-	ToOffset   int64 // base offset of the first segment kept: the new log start offset
+	// ToOffset is the base offset of the first segment kept (the log end
+	// offset when every segment goes): the new log start offset.
+	ToOffset int64
 	// Reason is what deletes the range: "log start offset", "retention.ms"
 	// or "retention.bytes" (the last rule that extended it).
 	Reason string
@@ -120,9 +126,13 @@ func (l *Log) RetentionPlan(now time.Time) (RetentionPlan, error) {
 // state s, Kafka's UnifiedLog.deleteOldSegments: with any cleanup.policy the
 // segments wholly below the log start offset; with cleanup.policy=delete then
 // the oldest segments whose largest timestamp is more than retention.ms
-// before nowMs, then the oldest that keep the log over retention.bytes. Only
-// a prefix of closed segments wholly below the high watermark is ever
-// deleted, never the active segment.
+// before nowMs, then the oldest that keep the log over retention.bytes. As in
+// Kafka's deletableSegments the walk includes the active segment: a segment
+// may go when every offset in it is below the high watermark (for the active
+// one: the high watermark is the log end offset) and it is not the active
+// segment with no bytes. So a prefix is deleted, and it is every segment only
+// when the active one holds expired, committed data; DeleteOldSegments then
+// rolls a new active segment first.
 func PlanRetention(s *Snapshot, nowMs int64) RetentionPlan {
 	var p RetentionPlan
 	n, reason := retentionPrefix(s, nowMs)
@@ -130,10 +140,10 @@ func PlanRetention(s *Snapshot, nowMs int64) RetentionPlan {
 	if n > 0 {
 		next := p.Now
 		p.Next = &next
-		p.Why = s.dueWhy(p.Now)
+		p.Why = s.dueWhy(p.Now, nowMs)
 		return p
 	}
-	p.Next, p.Why = s.notDue()
+	p.Next, p.Why = s.notDue(nowMs)
 	return p
 }
 
@@ -172,16 +182,36 @@ func retentionPrefix(s *Snapshot, nowMs int64) (int, string) {
 	return n, reason
 }
 
-// deletable: segment i is closed and every offset in it is below the HW.
+// deletable is Kafka's bound on what retention may delete: every offset in
+// segment i is below the high watermark (so the log start offset never
+// passes it), and segment i is not the active segment with no bytes, which
+// deleting would only re-create.
 func (s *Snapshot) deletable(i int) bool {
-	return i < len(s.Segments)-1 && s.Segments[i+1].BaseOffset <= s.HighWatermark
+	switch last := len(s.Segments) - 1; {
+	case i > last:
+		return false
+	case i == last && s.Segments[i].Size == 0:
+		return false
+	}
+	return s.upperBound(i) <= s.HighWatermark
 }
+
+// upperBound is the offset after segment i: the next segment's base offset,
+// or the log end offset for the active segment.
+func (s *Snapshot) upperBound(i int) int64 {
+	if i+1 < len(s.Segments) {
+		return s.Segments[i+1].BaseOffset
+	}
+	return s.LogEndOffset
+}
+
+func (s *Snapshot) isActive(i int) bool { return i == len(s.Segments)-1 }
 
 func (s *Snapshot) retentionRange(n int, reason string, dueMs int64) RetentionRange {
 	if n == 0 {
 		return RetentionRange{}
 	}
-	r := RetentionRange{Segments: n, FromOffset: s.Segments[0].BaseOffset, ToOffset: s.Segments[n].BaseOffset,
+	r := RetentionRange{Segments: n, FromOffset: s.Segments[0].BaseOffset, ToOffset: s.upperBound(n - 1),
 		Reason: reason, DueMs: dueMs}
 	for _, seg := range s.Segments[:n] {
 		r.Bytes += seg.Size
@@ -197,70 +227,153 @@ func (s *Snapshot) size() int64 {
 	return n
 }
 
-// dueWhy explains a range the next pass deletes.
-func (s *Snapshot) dueWhy(r RetentionRange) string {
+// dueWhy explains a range the next pass at nowMs deletes.
+func (s *Snapshot) dueWhy(r RetentionRange, nowMs int64) string {
 	what := fmt.Sprintf("%s (offsets %s, %d bytes)", plural(r.Segments, "segment"), offsetSpan(r.FromOffset, r.ToOffset), r.Bytes)
+	var why string
 	switch r.Reason {
 	case "log start offset":
-		return fmt.Sprintf("the next retention check deletes %s: wholly below the log start offset %d", what, s.LogStartOffset)
+		why = fmt.Sprintf("the next retention check deletes %s: wholly below the log start offset %d", what, s.LogStartOffset)
 	case "retention.ms":
-		return fmt.Sprintf("the next retention check deletes %s: largest timestamps older than retention.ms=%d", what, s.Config.RetentionMs)
+		why = fmt.Sprintf("the next retention check deletes %s: largest timestamps older than retention.ms=%d", what, s.Config.RetentionMs)
 	default:
-		return fmt.Sprintf("the next retention check deletes %s: the log (%d bytes) is over retention.bytes=%d",
+		why = fmt.Sprintf("the next retention check deletes %s: the log (%d bytes) is over retention.bytes=%d",
 			what, s.size(), s.Config.RetentionBytes)
 	}
+	if s.isActive(r.Segments - 1) {
+		return why + "; " + s.activeGoes(r.Reason)
+	}
+	if w := s.activeExpiry(r.Segments, nowMs); w != "" {
+		why += "; " + w
+	}
+	return why
 }
 
-// notDue explains why a pass now deletes nothing, and predicts what goes
-// first as time passes.
-func (s *Snapshot) notDue() (*RetentionRange, string) {
+// activeGoes explains a range that ends with the active segment.
+func (s *Snapshot) activeGoes(reason string) string {
+	act := s.Segments[len(s.Segments)-1]
+	// retention.bytes takes the last segment only when the log without it
+	// is still at least retention.bytes: retention.bytes=0.
+	what := fmt.Sprintf("retention.bytes=%d keeps nothing, so the active segment (offsets %s) goes too",
+		s.Config.RetentionBytes, offsetSpan(act.BaseOffset, s.LogEndOffset))
+	if reason == "retention.ms" {
+		what = fmt.Sprintf("the active segment (offsets %s) passed retention.ms at %s",
+			offsetSpan(act.BaseOffset, s.LogEndOffset), formatMs(addMs(act.LargestTimestamp, s.Config.RetentionMs, 1)))
+	}
+	return fmt.Sprintf("%s: the check rolls it (a new empty segment starts at the log end offset %d) and deletes it, "+
+		"so the log start offset becomes %d", what, s.LogEndOffset, s.LogEndOffset)
+}
+
+// activeExpiry says when retention.ms takes the active segment, if segments
+// from on are left and the active one has data: retention deletes a prefix,
+// so the active segment goes at the first check after retention.ms has
+// passed for the newest largest timestamp among them, and only once the high
+// watermark has reached the log end offset. "" when retention.ms does not
+// apply or never expires it.
+func (s *Snapshot) activeExpiry(from int, nowMs int64) string {
 	segs, cfg := s.Segments, &s.Config
-	active := segs[len(segs)-1]
+	act := segs[len(segs)-1]
+	if !cfg.Delete || cfg.RetentionMs < 0 || act.Size == 0 || from >= len(segs) {
+		return ""
+	}
+	newest := int64(math.MinInt64)
+	for _, seg := range segs[from:] {
+		newest = max(newest, seg.LargestTimestamp)
+	}
+	due := addMs(newest, cfg.RetentionMs, 1)
+	if due == math.MaxInt64 {
+		return ""
+	}
+	verb := "passes retention.ms at %s (the newest largest timestamp, %s, with retention.ms=%d)"
+	if due <= nowMs {
+		verb = "passed retention.ms at %s (the newest largest timestamp, %s, with retention.ms=%d)"
+	}
+	w := fmt.Sprintf("the active segment (offsets %s) goes with every segment before it: the log "+verb+
+		"; the check after that rolls the active segment and deletes it", offsetSpan(act.BaseOffset, s.LogEndOffset),
+		formatMs(due), formatMs(newest), cfg.RetentionMs)
+	if s.HighWatermark < s.LogEndOffset {
+		w += fmt.Sprintf(", once the high watermark %d reaches the log end offset %d", s.HighWatermark, s.LogEndOffset)
+	}
+	return w
+}
+
+// oldestName names the oldest segment in a sentence.
+func (s *Snapshot) oldestName() string {
+	if s.isActive(0) {
+		return "the active segment"
+	}
+	return "the oldest segment"
+}
+
+// notDue explains why a pass at nowMs deletes nothing, and predicts what
+// goes first as time passes.
+func (s *Snapshot) notDue(nowMs int64) (*RetentionRange, string) {
+	segs, cfg := s.Segments, &s.Config
 	switch {
-	case len(segs) == 1 && active.Size == 0:
+	case len(segs) == 1 && segs[0].Size == 0:
 		return nil, "the log is empty"
 	case !cfg.Delete:
 		return nil, fmt.Sprintf("cleanup.policy=%s: retention.ms and retention.bytes do not apply; only DeleteRecords "+
 			"(moving the log start offset) removes segments", policyName(cfg))
 	case cfg.RetentionMs < 0 && cfg.RetentionBytes < 0:
 		return nil, "retention.ms=-1 and retention.bytes=-1: retention deletes nothing; set either to bound the log"
-	case len(segs) == 1:
-		return nil, fmt.Sprintf("only the active segment has data (offsets %s, %d bytes); retention deletes closed segments only, "+
-			"and the active one rolls when it reaches segment.bytes=%d or at the first append after %s (segment.ms=%d)",
-			offsetSpan(active.BaseOffset, s.LogEndOffset), active.Size, cfg.SegmentBytes, formatMs(s.ActiveRollMs), cfg.SegmentMs)
 	case !s.deletable(0):
-		return nil, fmt.Sprintf("the oldest closed segment (offsets %s) is not wholly below the high watermark %d; "+
-			"retention deletes only committed segments", offsetSpan(segs[0].BaseOffset, segs[1].BaseOffset), s.HighWatermark)
+		name := "the oldest closed segment"
+		if s.isActive(0) {
+			name = "the active segment"
+		}
+		return nil, fmt.Sprintf("%s (offsets %s) is not wholly below the high watermark %d; "+
+			"retention deletes only committed segments", name, offsetSpan(segs[0].BaseOffset, s.upperBound(0)), s.HighWatermark)
 	}
 	var next *RetentionRange
 	var why []string
 	if cfg.RetentionMs >= 0 {
 		due := addMs(segs[0].LargestTimestamp, cfg.RetentionMs, 1)
 		if due == math.MaxInt64 {
-			why = append(why, fmt.Sprintf("retention.ms=%d never expires the oldest segment", cfg.RetentionMs))
+			why = append(why, fmt.Sprintf("retention.ms=%d never expires %s", cfg.RetentionMs, s.oldestName()))
 		} else {
 			n, reason := retentionPrefix(s, due)
 			r := s.retentionRange(n, reason, due)
 			next = &r
-			why = append(why, fmt.Sprintf("the oldest segment (offsets %s, largest timestamp %s) passes retention.ms=%d at %s; "+
-				"the retention check after that deletes %s (%d bytes)", offsetSpan(segs[0].BaseOffset, segs[1].BaseOffset), formatMs(segs[0].LargestTimestamp),
-				cfg.RetentionMs, formatMs(due), plural(r.Segments, "segment"), r.Bytes))
+			w := fmt.Sprintf("%s (offsets %s, largest timestamp %s) passes retention.ms=%d at %s; "+
+				"the retention check after that deletes %s (%d bytes)", s.oldestName(), offsetSpan(segs[0].BaseOffset, s.upperBound(0)),
+				formatMs(segs[0].LargestTimestamp), cfg.RetentionMs, formatMs(due), plural(r.Segments, "segment"), r.Bytes)
+			if s.isActive(n - 1) {
+				w += fmt.Sprintf(", rolling the active segment first, so the log start offset becomes the log end offset %d", s.LogEndOffset)
+			}
+			why = append(why, w)
+			if w := s.activeExpiry(n, nowMs); w != "" {
+				why = append(why, w)
+			}
 		}
 	} else {
 		why = append(why, "retention.ms=-1")
 	}
+	why = append(why, s.bytesNotDue())
+	return next, strings.Join(why, "; ")
+}
+
+// bytesNotDue explains why retention.bytes deletes nothing now.
+func (s *Snapshot) bytesNotDue() string {
+	segs, cfg := s.Segments, &s.Config
 	switch total := s.size(); {
 	case cfg.RetentionBytes < 0:
-		why = append(why, "retention.bytes=-1")
+		return "retention.bytes=-1"
 	case total <= cfg.RetentionBytes:
-		why = append(why, fmt.Sprintf("the log (%d bytes) is %d bytes under retention.bytes=%d",
-			total, cfg.RetentionBytes-total, cfg.RetentionBytes))
+		return fmt.Sprintf("the log (%d bytes) is %d bytes under retention.bytes=%d",
+			total, cfg.RetentionBytes-total, cfg.RetentionBytes)
+	case len(segs) == 1:
+		// A segment goes only when the log without it still reaches
+		// retention.bytes: never the only one while retention.bytes > 0.
+		return fmt.Sprintf("the log is %d bytes over retention.bytes=%d, all in the active segment; a segment goes only when "+
+			"the segments after it hold retention.bytes, so it goes after it rolls (at segment.bytes=%d or the first append after %s, "+
+			"segment.ms=%d) and %d more bytes arrive", total-cfg.RetentionBytes, cfg.RetentionBytes, cfg.SegmentBytes,
+			formatMs(s.ActiveRollMs), cfg.SegmentMs, cfg.RetentionBytes)
 	default:
 		over := total - cfg.RetentionBytes
-		why = append(why, fmt.Sprintf("the log is %d bytes over retention.bytes=%d, less than its oldest segment's %d bytes; "+
-			"that segment goes once the log grows by %d bytes", over, cfg.RetentionBytes, segs[0].Size, segs[0].Size-over))
+		return fmt.Sprintf("the log is %d bytes over retention.bytes=%d, less than its oldest segment's %d bytes; "+
+			"that segment goes once the log grows by %d bytes", over, cfg.RetentionBytes, segs[0].Size, segs[0].Size-over)
 	}
-	return next, strings.Join(why, "; ")
 }
 
 func policyName(cfg *Config) string {

@@ -53,19 +53,78 @@ func TestPlanRetention(t *testing.T) {
 		next: &RetentionRange{Segments: 1, Bytes: 100, FromOffset: 0, ToOffset: 10, Reason: "retention.ms", DueMs: now},
 		why:  []string{"deletes 1 segment (offsets 0–9, 100 bytes): largest timestamps older than retention.ms=30600000"},
 	}, {
-		name: "retention.ms expires every closed segment, never the active one",
+		name: "retention.ms expires every segment, the active one too: the check rolls it",
 		snap: four(func(s *Snapshot) { s.Config.RetentionMs = 0 }),
+		now:  RetentionRange{Segments: 4, Bytes: 400, FromOffset: 0, ToOffset: 35, Reason: "retention.ms", DueMs: now},
+		next: &RetentionRange{Segments: 4, Bytes: 400, FromOffset: 0, ToOffset: 35, Reason: "retention.ms", DueMs: now},
+		why: []string{"deletes 4 segments (offsets 0–34, 400 bytes)",
+			"the active segment (offsets 30–34) passed retention.ms at " + time.UnixMilli(ago(1)+1).UTC().Format(time.RFC3339Nano),
+			"the check rolls it (a new empty segment starts at the log end offset 35) and deletes it, so the log start offset becomes 35"},
+	}, {
+		name: "the active segment is not wholly below the high watermark: the closed ones go",
+		snap: four(func(s *Snapshot) { s.Config.RetentionMs, s.HighWatermark, s.LastStableOffset = 0, 33, 33 }),
 		now:  RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.ms", DueMs: now},
 		next: &RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.ms", DueMs: now},
-		why:  []string{"3 segments (offsets 0–29, 300 bytes)"},
+		why: []string{"deletes 3 segments (offsets 0–29, 300 bytes)",
+			"the active segment (offsets 30–34) goes with every segment before it: the log passed retention.ms at",
+			"once the high watermark 33 reaches the log end offset 35"},
+	}, {
+		name: "closed segments expired, the active one not yet: when it goes",
+		snap: four(func(s *Snapshot) { s.Config.RetentionMs = 5 * hour }),
+		now:  RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.ms", DueMs: now},
+		next: &RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.ms", DueMs: now},
+		why: []string{"the active segment (offsets 30–34) goes with every segment before it: the log passes retention.ms at " +
+			time.UnixMilli(ago(1)+5*hour+1).UTC().Format(time.RFC3339Nano)},
+	}, {
+		name: "retention.bytes=0 deletes everything below the high watermark at the log end offset",
+		snap: four(func(s *Snapshot) { s.Config.RetentionMs, s.Config.RetentionBytes = -1, 0 }),
+		now:  RetentionRange{Segments: 4, Bytes: 400, FromOffset: 0, ToOffset: 35, Reason: "retention.bytes", DueMs: now},
+		next: &RetentionRange{Segments: 4, Bytes: 400, FromOffset: 0, ToOffset: 35, Reason: "retention.bytes", DueMs: now},
+		why:  []string{"retention.bytes=0 keeps nothing, so the active segment (offsets 30–34) goes too: the check rolls it"},
+	}, {
+		name: "retention.bytes=0 stops at the high watermark",
+		snap: four(func(s *Snapshot) {
+			s.Config.RetentionMs, s.Config.RetentionBytes, s.HighWatermark, s.LastStableOffset = -1, 0, 34, 34
+		}),
+		now:  RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.bytes", DueMs: now},
+		next: &RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.bytes", DueMs: now},
+	}, {
+		name: "an empty active segment is never deleted by retention.ms",
+		snap: func() Snapshot {
+			s := planLog([]int64{0, 10, 20, 30}, []int64{100, 100, 100, 0}, []int64{ago(10), ago(8), ago(9), ago(5)}, 30)
+			s.Config.RetentionMs = 0
+			return s
+		}(),
+		now:  RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.ms", DueMs: now},
+		next: &RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.ms", DueMs: now},
+	}, {
+		name: "an empty active segment is never deleted by retention.bytes=0",
+		snap: func() Snapshot {
+			s := planLog([]int64{0, 10, 20, 30}, []int64{100, 100, 100, 0}, []int64{ago(10), ago(8), ago(9), ago(5)}, 30)
+			s.Config.RetentionMs, s.Config.RetentionBytes = -1, 0
+			return s
+		}(),
+		now:  RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.bytes", DueMs: now},
+		next: &RetentionRange{Segments: 3, Bytes: 300, FromOffset: 0, ToOffset: 30, Reason: "retention.bytes", DueMs: now},
+	}, {
+		name: "an empty log after retention deleted everything",
+		snap: func() Snapshot {
+			s := planLog([]int64{35}, []int64{0}, []int64{ago(5)}, 35)
+			s.Config.RetentionMs, s.Config.RetentionBytes = 0, 0
+			return s
+		}(),
+		why: []string{"the log is empty"},
 	}, {
 		name: "nothing expired yet: the oldest goes first, with what expired behind it",
 		snap: four(func(s *Snapshot) { s.Config.RetentionMs = 12 * hour }),
 		// At ago(10)+12h+1ms segment 0 passes; segment 1 (ago 8) has not,
 		// so the prefix stops there even though segment 2 is older.
 		next: &RetentionRange{Segments: 1, Bytes: 100, FromOffset: 0, ToOffset: 10, Reason: "retention.ms", DueMs: ago(10) + 12*hour + 1},
-		why: []string{"passes retention.ms=43200000 at " + time.UnixMilli(ago(10)+12*hour+1).UTC().Format(time.RFC3339Nano),
-			"the retention check after that deletes 1 segment (100 bytes)", "retention.bytes=-1"},
+		why: []string{"the oldest segment (offsets 0–9, largest timestamp " + time.UnixMilli(ago(10)).UTC().Format(time.RFC3339Nano) +
+			") passes retention.ms=43200000 at " + time.UnixMilli(ago(10)+12*hour+1).UTC().Format(time.RFC3339Nano),
+			"the retention check after that deletes 1 segment (100 bytes)", "retention.bytes=-1",
+			"the active segment (offsets 30–34) goes with every segment before it: the log passes retention.ms at " +
+				time.UnixMilli(ago(1)+12*hour+1).UTC().Format(time.RFC3339Nano)},
 	}, {
 		name: "nothing expired yet: segments out of timestamp order go together",
 		snap: func() Snapshot {
@@ -127,14 +186,45 @@ func TestPlanRetention(t *testing.T) {
 		snap: four(func(s *Snapshot) { s.Config.RetentionMs, s.HighWatermark, s.LastStableOffset = 0, 5, 5 }),
 		why:  []string{"the oldest closed segment (offsets 0–9) is not wholly below the high watermark 5"},
 	}, {
-		name: "only the active segment has data",
+		name: "only the active segment has data, past retention.ms: the check rolls it and deletes it",
 		snap: func() Snapshot {
 			s := planLog([]int64{0}, []int64{500}, []int64{ago(30)}, 7)
 			s.Config.RetentionMs, s.ActiveRollMs = hour, now+hour
 			return s
 		}(),
-		why: []string{"only the active segment has data (offsets 0–6, 500 bytes)", "segment.bytes=1073741824",
-			"first append after " + time.UnixMilli(now+hour).UTC().Format(time.RFC3339Nano) + " (segment.ms=604800000)"},
+		now:  RetentionRange{Segments: 1, Bytes: 500, FromOffset: 0, ToOffset: 7, Reason: "retention.ms", DueMs: now},
+		next: &RetentionRange{Segments: 1, Bytes: 500, FromOffset: 0, ToOffset: 7, Reason: "retention.ms", DueMs: now},
+		why: []string{"the next retention check deletes 1 segment (offsets 0–6, 500 bytes)",
+			"the active segment (offsets 0–6) passed retention.ms at " + time.UnixMilli(ago(29)+1).UTC().Format(time.RFC3339Nano) +
+				": the check rolls it (a new empty segment starts at the log end offset 7) and deletes it, so the log start offset becomes 7"},
+	}, {
+		name: "only the active segment has data, not yet past retention.ms: when it goes",
+		snap: func() Snapshot {
+			s := planLog([]int64{0}, []int64{500}, []int64{now - hour/2}, 7)
+			s.Config.RetentionMs, s.ActiveRollMs = hour, now+hour
+			return s
+		}(),
+		next: &RetentionRange{Segments: 1, Bytes: 500, FromOffset: 0, ToOffset: 7, Reason: "retention.ms", DueMs: now + hour/2 + 1},
+		why: []string{"the active segment (offsets 0–6, largest timestamp " + time.UnixMilli(now-hour/2).UTC().Format(time.RFC3339Nano) +
+			") passes retention.ms=3600000 at " + time.UnixMilli(now+hour/2+1).UTC().Format(time.RFC3339Nano),
+			"the retention check after that deletes 1 segment (500 bytes), rolling the active segment first, so the log start offset becomes the log end offset 7"},
+	}, {
+		name: "only the active segment has data, not wholly committed",
+		snap: func() Snapshot {
+			s := planLog([]int64{0}, []int64{500}, []int64{ago(30)}, 7)
+			s.Config.RetentionMs, s.HighWatermark, s.LastStableOffset = hour, 5, 5
+			return s
+		}(),
+		why: []string{"the active segment (offsets 0–6) is not wholly below the high watermark 5"},
+	}, {
+		name: "only the active segment, over retention.bytes: it goes after it rolls",
+		snap: func() Snapshot {
+			s := planLog([]int64{0}, []int64{500}, []int64{now}, 7)
+			s.Config.RetentionMs, s.Config.RetentionBytes, s.ActiveRollMs = -1, 200, now+hour
+			return s
+		}(),
+		why: []string{"the log is 300 bytes over retention.bytes=200, all in the active segment", "segment.bytes=1073741824",
+			"first append after " + time.UnixMilli(now+hour).UTC().Format(time.RFC3339Nano) + ", segment.ms=604800000"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -225,8 +315,17 @@ func TestDeleteOldSegmentsFollowsPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(before.Segments[res.Segments:], after.Segments); diff != "" {
+		left := before.Segments[res.Segments:]
+		if res.Segments == len(before.Segments) {
+			// Every segment went: the pass rolled an empty one at the LEO
+			// first, created now.
+			left = []SegmentInfo{{BaseOffset: before.LogEndOffset, LargestTimestamp: clk.Now().UnixMilli()}}
+		}
+		if diff := cmp.Diff(left, after.Segments); diff != "" {
 			t.Fatalf("segments left (-want +got):\n%s", diff)
+		}
+		if after.LogEndOffset != before.LogEndOffset {
+			t.Fatalf("retention moved the LEO from %d to %d", before.LogEndOffset, after.LogEndOffset)
 		}
 		if res.Segments > 0 && (after.LogStartOffset != plan.Now.ToOffset || res.LogStartOffset != plan.Now.ToOffset) {
 			t.Fatalf("log start offset %d (result %d), plan %d", after.LogStartOffset, res.LogStartOffset, plan.Now.ToOffset)
@@ -244,6 +343,34 @@ func TestDeleteOldSegmentsFollowsPlan(t *testing.T) {
 	plan, _ = l.RetentionPlan(clk.Now())
 	if plan.Now.Segments != 0 || plan.Next != nil || !strings.Contains(plan.Why, "cleanup.policy=compact") {
 		t.Fatalf("compacted log: %+v", plan)
+	}
+	// The rest goes by retention.ms, each prefix when the plan said, the
+	// active segment last: rolled, so the log start offset becomes the LEO.
+	cfg.RetentionBytes, cfg.Delete, cfg.Compact = -1, true, false
+	l.SetConfig(cfg)
+	at := time.UnixMilli(next.DueMs)
+	for range 10 {
+		plan, err := l.RetentionPlan(at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if plan.Next == nil {
+			if plan.Why != "the log is empty" {
+				t.Fatalf("nothing predicted: %s", plan.Why)
+			}
+			break
+		}
+		snap, _ := l.Snapshot()
+		if all := plan.Next.Segments == len(snap.Segments); all != strings.Contains(plan.Why, "rolling the active segment first") ||
+			all != (plan.Next.ToOffset == snap.LogEndOffset) {
+			t.Fatalf("%d segments, plan %+v", len(snap.Segments), plan)
+		}
+		at = time.UnixMilli(plan.Next.DueMs)
+		check(at.Add(-time.Millisecond), 0)
+		check(at, plan.Next.Segments)
+	}
+	if snap, _ := l.Snapshot(); len(snap.Segments) != 1 || snap.Segments[0].Size != 0 || snap.LogStartOffset != snap.LogEndOffset {
+		t.Fatalf("after the last segments went: %+v", snap)
 	}
 }
 

@@ -80,21 +80,23 @@ func TestLoadCheckpointRetention(t *testing.T) {
 	if l := m2.Get(tps[2]); l == nil || l.LogEndOffset() != 30 {
 		t.Fatalf("unclean reopen lost data: %v %v\n%s", l, m2.All(), crashed.String())
 	}
-	// Retention on the scheduled job: two hours later every closed segment goes.
+	// Retention on the scheduled job: two hours later every segment goes,
+	// the active one too (rolled first): each log is one empty segment at
+	// its log end offset, which becomes the log start offset.
 	m.Start()
 	clk.Advance(2 * time.Hour)
 	for _, tp := range tps {
 		l := m.Get(tp)
-		if l.NumSegments() != 1 || l.LogStartOffset() == 0 {
-			t.Fatalf("%v: %d segments, log start %d", tp, l.NumSegments(), l.LogStartOffset())
+		if l.NumSegments() != 1 || l.LogStartOffset() != 30 || l.LogEndOffset() != 30 || l.Size() != 0 {
+			t.Fatalf("%v: %d segments, %d bytes, log start %d, LEO %d", tp, l.NumSegments(), l.Size(), l.LogStartOffset(), l.LogEndOffset())
 		}
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
 	m3 := open(t, fs, clk)
-	if l := m3.Get(tps[0]); l.LogStartOffset() == 0 {
-		t.Fatal("log start offset not checkpointed")
+	if l := m3.Get(tps[0]); l.LogStartOffset() != 30 || l.LogEndOffset() != 30 {
+		t.Fatalf("after reopen: log start %d, LEO %d; want 30", l.LogStartOffset(), l.LogEndOffset())
 	}
 }
 
