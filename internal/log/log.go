@@ -605,6 +605,21 @@ func (l *Log) LatestEpoch() int32 {
 	return e.Epoch
 }
 
+// AssignLeaderEpoch records that epoch starts at the log end offset when it
+// is newer than every epoch the cache holds (Kafka's
+// maybeAssignEpochStartOffset on becoming leader), so OffsetForLeaderEpoch
+// answers for the current epoch even before its first append — e.g. when
+// retention has emptied the log. The cache is checkpointed if it changed.
+func (l *Log) AssignLeaderEpoch(epoch int32) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	_, err := l.epochs.assign(epoch, l.leo.Load(), true)
+	return err
+}
+
 // Epochs returns a copy of the leader-epoch cache.
 func (l *Log) Epochs() []EpochEntry { return l.epochs.snapshot() }
 

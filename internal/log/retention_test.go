@@ -142,6 +142,18 @@ func testRetentionDeletesIdleLog(t *testing.T, clean bool) {
 			t.Fatalf("reopened: epoch entry %+v above the LEO %d", e, leo)
 		}
 	}
+	// Becoming leader again assigns the current epoch at the LEO, so
+	// OffsetForLeaderEpoch answers for it before any append (Kafka's
+	// maybeAssignEpochStartOffset).
+	if err := l.AssignLeaderEpoch(2); err != nil {
+		t.Fatal(err)
+	}
+	if e, end := l.EndOffsetForEpoch(2); e != 2 || end != leo || l.LatestEpoch() != 2 {
+		t.Fatalf("reopened, epoch 2 assigned: ends at %d (epoch %d), latest %d; want %d", end, e, l.LatestEpoch(), leo)
+	}
+	if err := l.AssignLeaderEpoch(1); err != nil || l.LatestEpoch() != 2 {
+		t.Fatalf("an older epoch changed the cache: latest %d, %v", l.LatestEpoch(), err)
+	}
 
 	// The producer continues; its next batch lands at the LEO, in a new
 	// leader epoch.

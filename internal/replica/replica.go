@@ -167,6 +167,9 @@ func (m *Manager) Host(tp logmgr.TopicPartition, topicID [16]byte, cfg log.Confi
 	// whole ISR.
 	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR, stats: TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)},
 		leader: true, replicas: 1, isr: 1}
+	if err := l.AssignLeaderEpoch(p.LeaderEpoch); err != nil {
+		return nil, fmt.Errorf("assigning leader epoch %d to %s-%d: %w", p.LeaderEpoch, tp.Topic, tp.Partition, err)
+	}
 	m.advanceHW(p)
 	m.parts[tp] = p
 	return p, nil
