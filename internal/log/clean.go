@@ -118,14 +118,8 @@ func (l *Log) CleanSnapshot() (CleanSnapshot, error) {
 		out.LastStableOffset = fu
 	}
 	for i, s := range segs {
-		s.index.mu.RLock()
-		ib := int64(len(s.index.buf))
-		s.index.mu.RUnlock()
-		s.timeIndex.mu.RLock()
-		tb := int64(len(s.timeIndex.buf))
-		s.timeIndex.mu.RUnlock()
 		out.Segments[i] = Segment{s: s, BaseOffset: s.baseOffset, Size: s.size.Load(),
-			LargestTimestamp: s.largestTimestamp(), OffsetIndexBytes: ib, TimeIndexBytes: tb}
+			LargestTimestamp: s.largestTimestamp(), OffsetIndexBytes: s.index.bytes(), TimeIndexBytes: s.timeIndex.bytes()}
 	}
 	return out, nil
 }

@@ -229,10 +229,7 @@ func (l *Log) openSegments() ([]*segment, error) {
 		if err := openIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, int(cfg.SegmentIndexBytes), create); err != nil {
 			return segs, err
 		}
-		if create && size > 0 {
-			s.index.buf = nil // force a rebuild below
-			s.rebuild = true
-		}
+		s.rebuild = create && size > 0
 	}
 	return segs, nil
 }
@@ -441,6 +438,13 @@ func (l *Log) recoverSegment(s *segment, limit int64) (bool, error) {
 // loadActiveState reads the active segment's batch headers (after a clean
 // shutdown its indexes are trusted) to learn its next offset and timestamps.
 func (l *Log) loadActiveState(s *segment) error {
+	// The active segment's indexes live in memory (they take appends).
+	if err := s.index.activate(); err != nil {
+		return err
+	}
+	if err := s.timeIndex.activate(); err != nil {
+		return err
+	}
 	s.nextOffset = s.baseOffset
 	lastIdx := s.index.lastOffset()
 	_, idxPos := s.index.lookup(lastIdx)
