@@ -162,10 +162,12 @@ func (l *Log) deleteSegments(segs []*segment) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return err
 	}
-	// Readers of a removed segment need only its .log file (index lookups use
-	// the entries in memory), so the index files are closed now: a log whose
-	// segments are replaced often (the cleaner) holds one descriptor per
-	// removed segment during file.delete.delay.ms, not three.
+	// Readers of a removed segment need only its .log file: with its index
+	// files closed, a lookup in it scans the segment from its start (correct,
+	// slower; only reads that began before the removal get here). So the
+	// index files are closed now: a log whose segments are replaced often (the
+	// cleaner) holds one descriptor per removed segment during
+	// file.delete.delay.ms, not three.
 	for _, s := range segs {
 		s.index.file.Close()
 		s.timeIndex.file.Close()
