@@ -45,7 +45,9 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		{0, -1, 1, answer{nil, -1, -1, "an epoch above every epoch in the log"}},
 		{0, -1, -1, answer{nil, -1, -1, "no epoch"}},
 		{0, 1, 0, answer{kerr.UnknownLeaderEpoch, -1, -1, "a current leader epoch newer than the broker's"}},
-		{1, -1, 0, answer{nil, -1, -1, "an empty log has no epochs"}},
+		// Becoming leader assigns the epoch at the log end offset, as Kafka's
+		// makeLeader does, so an empty partition answers for it.
+		{1, -1, 0, answer{nil, 0, 0, "an empty log's leader epoch starts and ends at its log end offset"}},
 		{2, -1, 0, answer{kerr.UnknownTopicOrPartition, -1, -1, "unknown partition"}},
 	}
 	// A consumer (-1), a follower (a broker id) and a v2 request (no replica
