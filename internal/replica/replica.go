@@ -247,6 +247,16 @@ type Pending struct {
 	Result log.AppendResult
 	p      *Partition
 	wait   bool
+	// sync is the fsync started for this append as soon as it was written,
+	// so that in a request for several partitions one partition's fsync
+	// overlaps the validation and write of the next; nil when none is needed.
+	sync *pendingSync
+}
+
+// pendingSync is one started fsync: err is set before done is closed.
+type pendingSync struct {
+	done chan struct{}
+	err  error
 }
 
 // AppendNoWait writes a batch without waiting for durability; pass the
@@ -285,43 +295,39 @@ func (m *Manager) AppendNoWait(tp logmgr.TopicPartition, batch []byte, acks int1
 		m.syncAsync(p)
 	default:
 		pend.wait = true
+		pend.sync = &pendingSync{done: make(chan struct{})}
+		go func(ps *pendingSync, p *Partition, upTo int64) {
+			defer close(ps.done)
+			ps.err = m.syncForAck(p, upTo)
+		}(pend.sync, p, res.LastOffset+1)
 	}
 	return pend, nil
 }
 
+// syncForAck makes a partition durable up to upTo and advances its HW, for
+// an acknowledgement that waits on it.
+func (m *Manager) syncForAck(p *Partition, upTo int64) error {
+	if err := m.timedSync(p, upTo, func() error { return p.Log.SyncTo(upTo) }); err != nil {
+		m.logger.Error("fsync failed", "partition", p.TP, "err", err)
+		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+	}
+	m.advanceHW(p)
+	return nil
+}
+
 // Await waits until every pending batch is under its partition's high
-// watermark, syncing the partitions concurrently. errs[i] is pend[i]'s error.
+// watermark. Each partition's fsync started when AppendNoWait wrote it, so
+// the partitions of one request sync concurrently, overlapping the writes
+// that follow. errs[i] is pend[i]'s error.
 func (m *Manager) Await(pend []*Pending) []error {
 	errs := make([]error, len(pend))
-	sync1 := func(i int) {
-		pd := pend[i]
-		upTo := pd.Result.LastOffset + 1
-		if err := m.timedSync(pd.p, upTo, func() error { return pd.p.Log.SyncTo(upTo) }); err != nil {
-			m.logger.Error("fsync failed", "partition", pd.p.TP, "err", err)
-			errs[i] = fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
-			return
-		}
-		m.advanceHW(pd.p)
-	}
-	var waiting []int
 	for i, pd := range pend {
-		if pd != nil && pd.wait {
-			waiting = append(waiting, i)
+		if pd == nil || !pd.wait || pd.sync == nil {
+			continue
 		}
+		<-pd.sync.done
+		errs[i] = pd.sync.err
 	}
-	if len(waiting) == 1 {
-		sync1(waiting[0])
-		return errs
-	}
-	var wg sync.WaitGroup
-	for _, i := range waiting {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sync1(i)
-		}()
-	}
-	wg.Wait()
 	return errs
 }
 
