@@ -33,11 +33,14 @@ func (f *logAPI) newProducerID() int64 {
 	return resp.ProducerID
 }
 
-// idempotentBatch is n records from producer pid at epoch, first sequence seq.
+// idempotentBatch is n records from producer pid at epoch, first sequence seq,
+// stamped now: a producer whose last batch is older than
+// producer.id.expiration.ms is forgotten when its partition reloads.
 func idempotentBatch(pid int64, epoch int16, seq int32, n int) record.BatchSpec {
 	spec := record.BatchSpec{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}
+	now := time.Now().UnixMilli()
 	for i := 0; i < n; i++ {
-		spec.Records = append(spec.Records, record.BuildRecord{OffsetDelta: int32(i), Timestamp: 1,
+		spec.Records = append(spec.Records, record.BuildRecord{OffsetDelta: int32(i), Timestamp: now,
 			Value: []byte(fmt.Sprintf("seq %d", int(seq)+i))})
 	}
 	return spec

@@ -167,6 +167,8 @@ func (b *Broker) Start() error {
 		RecoveryPointInterval:  ms("log.flush.offset.checkpoint.interval.ms"),
 		LogStartInterval:       ms("log.flush.start.offset.checkpoint.interval.ms"),
 		HighWatermarkInterval:  ms("replica.high.watermark.checkpoint.interval.ms"),
+
+		ProducerExpirationCheckInterval: ms("producer.id.expiration.check.interval.ms"),
 	})
 	if err != nil {
 		return err
@@ -310,7 +312,7 @@ func (b *Broker) logConfigFor(topic string) log.Config {
 		b.logger.Error("topic config no longer valid, using defaults", "topic", topic, "err", err)
 		tc, _ = config.ResolveTopic(b.Config(), nil)
 	}
-	return LogConfig(tc)
+	return LogConfig(tc, b.Config())
 }
 
 func (b *Broker) topicConfig(t *controller.Topic) config.Topic {
@@ -330,7 +332,7 @@ func (b *Broker) partitionExists(tp logmgr.TopicPartition) bool {
 // hostTopic hosts partitions [from, t.Partitions) of t.
 func (b *Broker) hostTopic(t *controller.Topic, from int32) error {
 	tc := b.topicConfig(t)
-	lc := LogConfig(tc)
+	lc := LogConfig(tc, b.Config())
 	for p := from; p < t.Partitions; p++ {
 		if _, err := b.replicas.Host(logmgr.TopicPartition{Topic: t.Name, Partition: p}, t.ID, lc, tc.MinInsyncReplicas); err != nil {
 			return fmt.Errorf("host %s-%d: %w", t.Name, p, err)
@@ -341,7 +343,7 @@ func (b *Broker) hostTopic(t *controller.Topic, from int32) error {
 
 func (b *Broker) reconfigureTopic(t *controller.Topic) {
 	tc := b.topicConfig(t)
-	lc := LogConfig(tc)
+	lc := LogConfig(tc, b.Config())
 	for p := int32(0); p < t.Partitions; p++ {
 		if part, ok := b.replicas.Get(logmgr.TopicPartition{Topic: t.Name, Partition: p}); ok {
 			part.Log.SetConfig(lc)

@@ -5,8 +5,10 @@ import (
 	"github.com/gregor-broker/gregor/internal/log"
 )
 
-// LogConfig turns a resolved topic config into the log's configuration.
-func LogConfig(t config.Topic) log.Config {
+// LogConfig turns a resolved topic config, and the broker-level settings a
+// partition log uses (producer.id.expiration.ms), into the log's
+// configuration.
+func LogConfig(t config.Topic, b *config.Broker) log.Config {
 	return log.Config{
 		SegmentBytes:       t.SegmentBytes,
 		SegmentMs:          t.MaxSegmentMs(),
@@ -30,5 +32,7 @@ func LogConfig(t config.Topic) log.Config {
 		MinCompactionLagMs:     t.MinCompactionLagMs,
 		MaxCompactionLagMs:     t.MaxCompactionLagMs,
 		MinCleanableDirtyRatio: t.MinCleanableDirtyRatio,
+
+		ProducerIDExpirationMs: b.Long("producer.id.expiration.ms"),
 	}
 }

@@ -199,6 +199,7 @@ func txnDefs() []Def {
 		broker("transaction.remove.expired.transaction.cleanup.interval.ms", Int, "3600000", "How often expired transactional ids are removed.", atLeast(1)),
 		broker("transaction.partition.verification.enable", Boolean, "true", "Check a partition was added to the transaction before a transactional write.", dynamic),
 		broker("producer.id.expiration.ms", Int, "86400000", "Idle time after which a partition forgets a producer id.", dynamic, atLeast(1)),
+		broker("producer.id.expiration.check.interval.ms", Int, "600000", "How often partitions look for expired producer ids.", atLeast(1), internal),
 	}
 }
 

@@ -32,8 +32,8 @@
 //   - B.timeindex: 12-byte entries (int64 timestamp, int32 relative offset of
 //     the batch reaching it), added with index entries when the max timestamp
 //     grows, plus a final entry when the segment rolls;
-//   - B.snapshot: producer state as of offset B (Kafka's ProducerSnapshot v1),
-//     written at every roll and at clean close;
+//   - B.snapshot: producer state as of offset B (Kafka's ProducerSnapshot v1;
+//     see Producer state), written at every roll and at clean close;
 //   - B.txnindex: reserved for the aborted-transaction index.
 //
 // plus leader-epoch-checkpoint (version 0, "epoch startOffset" lines). Files
@@ -95,6 +95,41 @@
 // Log.mu, so its offsets, segments and configuration are consistent with one
 // another.
 //
+// # Producer state
+//
+// producer_state.go is Kafka's ProducerStateManager for the partition. Per
+// producer id it keeps the epoch, the last five batches (sequence and offset
+// ranges), the last timestamp (the max timestamp of the producer's last
+// batch, control batches included), the coordinator epoch and the first
+// offset of its open transaction. A client batch that repeats one of the last
+// five is answered with its original offsets (AppendResult.Duplicate); a
+// sequence that does not follow the last one is ErrOutOfOrderSequence; an
+// older epoch is ErrInvalidProducerEpoch. A producer the log does not know
+// (new, or expired) may start at any sequence, as in Kafka.
+//
+// Only time forgets a producer (Kafka since KIP-360): RemoveExpiredProducers,
+// which logmgr runs every producer.id.expiration.check.interval.ms, removes
+// each producer with no open transaction whose last timestamp is
+// producer.id.expiration.ms or more before now. Retention and DeleteRecords
+// moving the log start offset past a producer's batches remove nothing; an
+// open transaction below the log start offset keeps holding the first
+// unstable offset there, and LastStableOffset is raised to the log start
+// offset (see Offsets).
+//
+// Snapshots keep every producer not yet expired, including those whose
+// batches are deleted: the snapshot a roll writes at a segment's base offset
+// holds everything appended before it. Retention and DeleteRecords remove the
+// snapshots below the first remaining segment, so the one at its base offset
+// carries the producers of the deleted segments. Open loads the newest usable
+// snapshot (skipping producers expired by now, as Kafka does), replays batch
+// headers from its offset, writes a snapshot at every segment base offset the
+// replay passes (those lacked a usable one) while any producer is known, and
+// then removes producers expired by now; TruncateTo reloads the same way. So
+// a restart, clean or not, after retention deleted a producer's batches still
+// answers its retry as a duplicate and checks its next sequence. (Kafka's
+// reload drops snapshots at or below the log start offset, so there a
+// restart after retention emptied the log forgets such producers.)
+//
 // # Durability
 //
 // Append writes to the page cache. SyncTo(offset) is the group commit:
@@ -114,9 +149,10 @@
 // below the next segment's base offset) are checked, indexes are rebuilt (a
 // rebuilt closed segment gets its final time index entry), and the file is
 // cut at the first bad byte (later segments are removed). Producer snapshots
-// above the recovery point are not trusted after an unclean stop (they may
-// describe batches that never reached the disk): state is rebuilt from an
-// older one by replaying batch headers. A clean shutdown skips the rescan,
+// above the recovery point (and above the first segment's base offset) are
+// not trusted after an unclean stop (they may describe batches that never
+// reached the disk): state is rebuilt from an older one by replaying batch
+// headers. A clean shutdown skips the rescan,
 // but index files are sanity-checked, every trusted segment's tail is walked
 // from its last index entry, and the active segment's index entries are
 // matched against its batches; a failed check means a rescan. Damage inside a
@@ -151,8 +187,11 @@
 // the LEO, then the published segment list, and reads below a segment's
 // published size, dropping any batch that reaches its maxOffset bound (sizes
 // can run ahead of the LEO it loaded); index lookups take the index's read
-// lock. Segments removed while a reader may still hold them are renamed and
-// closed only after file.delete.delay.ms. syncMu serialises fsyncs and is
+// lock. Read is Locate (which batch, which segment, how many bytes at most)
+// then Span.AppendTo (one positioned read into the caller's buffer, grown
+// only if it lacks room, never cleared), so a caller can size or pool the
+// buffer first. Segments removed while a reader may still hold them are
+// renamed and closed only after file.delete.delay.ms. syncMu serialises fsyncs and is
 // taken before Log.mu, never after; Close and TruncateTo take both, so no
 // append slips between Close's final sync and its closing the files.
 package log

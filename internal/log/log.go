@@ -35,6 +35,11 @@ type Config struct {
 	FlushMs            int64 // flush.ms
 	Preallocate        bool  // preallocate (accepted; files grow as written)
 
+	// ProducerIDExpirationMs is the broker's producer.id.expiration.ms: a
+	// producer idle that long (no open transaction) is forgotten by
+	// RemoveExpiredProducers and skipped when producer state is loaded.
+	ProducerIDExpirationMs int64
+
 	// Compaction (read by the cleaner, not by the log itself).
 	DeleteRetentionMs      int64   // delete.retention.ms
 	MinCompactionLagMs     int64   // min.compaction.lag.ms
@@ -50,6 +55,7 @@ func DefaultConfig() Config {
 		TimestampAfterMs: 3600 * 1000, Delete: true, RetentionMs: 7 * 24 * 3600 * 1000,
 		RetentionBytes: -1, FileDeleteDelayMs: 60000, FlushMessages: math.MaxInt64, FlushMs: math.MaxInt64,
 		DeleteRetentionMs: 86400000, MaxCompactionLagMs: math.MaxInt64, MinCleanableDirtyRatio: 0.5,
+		ProducerIDExpirationMs: 86400000,
 	}
 }
 
@@ -634,6 +640,25 @@ func (l *Log) Producer(pid int64) (ProducerEntry, bool) {
 	c := *e
 	c.batches = append([]batchMeta(nil), e.batches...)
 	return c, true
+}
+
+// RemoveExpiredProducers forgets the producers idle for
+// producer.id.expiration.ms at now (Kafka's removeExpiredProducers, run every
+// producer.id.expiration.check.interval.ms) and returns how many it forgot. A
+// forgotten producer's next batch is accepted with any sequence, as a new
+// producer's is.
+func (l *Log) RemoveExpiredProducers(now time.Time) int {
+	exp := l.config().ProducerIDExpirationMs
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0
+	}
+	n := l.producers.removeExpired(now.UnixMilli(), exp)
+	if n > 0 {
+		l.logger.Debug("removed expired producers", "dir", l.dir, "producers", n, "remaining", len(l.producers.m))
+	}
+	return n
 }
 
 // Close syncs the log, writes a producer-state snapshot at the log end

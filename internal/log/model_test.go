@@ -22,6 +22,13 @@ import (
 // bytes the log stored), the log start offset, the high watermark and the log
 // end offset. Batches leave the model only when the segment holding them is
 // deleted or the log is truncated; the log start offset hides the rest.
+//
+// Producer state is modelled apart from the batches, since retention does not
+// touch it: every idempotent batch appended and not truncated (history), and
+// the producers the log knows with their last batch. Only expiration forgets
+// a producer: RemoveExpiredProducers, and every reload of the state (Open,
+// TruncateTo), which rebuilds it from the history minus the producers expired
+// by then.
 
 type modelBatch struct {
 	data   []byte  // as stored: base offset and leader epoch set
@@ -43,6 +50,9 @@ type logModel struct {
 	hw       int64
 	leo      int64
 	nextSeq  map[int64]int32 // for producers the log does not know
+
+	history   []modelBatch         // idempotent batches not truncated, in offset order
+	producers map[int64]modelBatch // known producers' last batches
 }
 
 func (m *logModel) firstAtOrAfter(off int64) int {
@@ -54,29 +64,47 @@ func (m *logModel) firstAtOrAfter(off int64) int {
 	return len(m.batches)
 }
 
-// lastOf is the index of the producer's last batch in the log, or -1.
-func (m *logModel) lastOf(pid int64) int {
-	for i := len(m.batches) - 1; i >= 0; i-- {
-		if m.batches[i].pid == pid {
-			return i
-		}
-	}
-	return -1
-}
-
-// known reports whether the log keeps state for pid: its last batch reaches
-// the log start offset (older producers are evicted).
+// known reports whether the log keeps state for pid.
 func (m *logModel) known(pid int64) bool {
-	i := m.lastOf(pid)
-	return i >= 0 && m.batches[i].last >= m.logStart
+	_, ok := m.producers[pid]
+	return ok
 }
 
 func (m *logModel) seqFor(pid int64) int32 {
-	if m.known(pid) {
-		b := m.batches[m.lastOf(pid)]
+	if b, ok := m.producers[pid]; ok {
 		return b.seq + int32(b.last-b.base) + 1
 	}
 	return m.nextSeq[pid]
+}
+
+// appended records an idempotent batch the log accepted.
+func (m *logModel) appended(b modelBatch) {
+	m.history = append(m.history, b)
+	m.producers[b.pid] = b
+	m.nextSeq[b.pid] = b.seq + int32(b.nRecs)
+}
+
+// expire forgets the producers whose last batch's max timestamp is expMs or
+// more before nowMs, and returns how many.
+func (m *logModel) expire(nowMs, expMs int64) int {
+	n := 0
+	for pid, b := range m.producers {
+		if nowMs-b.maxTS >= expMs {
+			delete(m.producers, pid)
+			n++
+		}
+	}
+	return n
+}
+
+// reload is the state a reload rebuilds: each producer's last batch in the
+// history, minus those expired.
+func (m *logModel) reload(nowMs, expMs int64) {
+	m.producers = map[int64]modelBatch{}
+	for _, b := range m.history {
+		m.producers[b.pid] = b
+	}
+	m.expire(nowMs, expMs)
 }
 
 // dropBelow removes the batches of deleted segments (base below firstBase).
@@ -121,6 +149,7 @@ func drawConfig(t *rapid.T) Config {
 	c.FileDeleteDelayMs = rapid.SampledFrom([]int64{0, 1000}).Draw(t, "file.delete.delay.ms")
 	c.LogAppendTime = rapid.IntRange(0, 3).Draw(t, "message.timestamp.type") == 0
 	c.TimestampAfterMs = -1
+	c.ProducerIDExpirationMs = rapid.SampledFrom([]int64{86400_000, 2 * 3600_000, 5 * 3600_000}).Draw(t, "producer.id.expiration.ms")
 	return c
 }
 
@@ -148,10 +177,10 @@ func TestLogModel(t *testing.T) {
 	rapidDefaults(200, 100, 3000, 200)
 	rapid.Check(t, func(t *rapid.T) {
 		mt := &modelTest{t: t, clk: clock.NewFake(t0), cfg: drawConfig(t)}
-		mt.m.nextSeq = map[int64]int32{}
+		mt.m.nextSeq, mt.m.producers = map[int64]int32{}, map[int64]modelBatch{}
 		mt.open(vfs.NewMem(), false, 0)
 		t.Repeat(map[string]func(*rapid.T){
-			"":                      func(t *rapid.T) { mt.checkOffsets() },
+			"":                      func(t *rapid.T) { mt.checkOffsets(); mt.checkProducers() },
 			"append":                mt.append,
 			"appendReplica":         mt.appendReplica,
 			"retry":                 mt.retry,
@@ -165,6 +194,7 @@ func TestLogModel(t *testing.T) {
 			"maxTimestamp":          mt.maxTimestamp,
 			"reopenClean":           mt.reopenClean,
 			"reopenUnclean":         mt.reopenUnclean,
+			"expireProducers":       mt.expireProducers,
 		})
 		mt.checkAll()
 	})
@@ -183,6 +213,21 @@ func (mt *modelTest) checkOffsets() {
 		}
 		if e, end := l.EndOffsetForEpoch(m.batches[n-1].epoch); e != m.batches[n-1].epoch || end != m.leo {
 			t.Fatalf("end offset for the latest epoch: %d %d", e, end)
+		}
+	}
+}
+
+// checkProducers compares what the log knows of each producer with the model.
+func (mt *modelTest) checkProducers() {
+	for _, pid := range []int64{1, 2} {
+		e, ok := mt.l.Producer(pid)
+		b, known := mt.m.producers[pid]
+		if ok != known {
+			mt.t.Fatalf("producer %d: log knows it %v, model %v", pid, ok, known)
+		}
+		if ok && (e.lastOffset() != b.last || e.lastSeq() != b.seq+int32(b.nRecs)-1 || e.LastTimestamp != b.maxTS) {
+			mt.t.Fatalf("producer %d: last offset %d, sequence %d, timestamp %d; model %d, %d, %d", pid,
+				e.lastOffset(), e.lastSeq(), e.LastTimestamp, b.last, b.seq+int32(b.nRecs)-1, b.maxTS)
 		}
 	}
 }
@@ -289,26 +334,33 @@ func (mt *modelTest) append(t *rapid.T) {
 	}
 	ts = mt.appendTimes(t, res, ts)
 	h, _ := record.ParseHeader(b)
-	m.batches = append(m.batches, modelBatch{data: bytes.Clone(b), base: m.leo, last: res.LastOffset,
-		maxTS: h.MaxTimestamp, ts: ts, pid: pid, seq: seq, epoch: mt.epoch, nRecs: n, codec: codec, keyLen: keyLen})
+	mb := modelBatch{data: bytes.Clone(b), base: m.leo, last: res.LastOffset,
+		maxTS: h.MaxTimestamp, ts: ts, pid: pid, seq: seq, epoch: mt.epoch, nRecs: n, codec: codec, keyLen: keyLen}
+	m.batches = append(m.batches, mb)
 	m.leo += int64(n)
 	if pid >= 0 {
-		m.nextSeq[pid] = seq + int32(n)
+		m.appended(mb)
 	}
 }
 
 // retry sends a producer's last batch again: a duplicate while the log still
-// knows the producer, a new batch once it has forgotten it.
+// knows the producer (even once retention deleted the batch), a new batch once
+// it has forgotten it.
 func (mt *modelTest) retry(t *rapid.T) {
 	m := &mt.m
 	pid := rapid.SampledFrom([]int64{1, 2}).Draw(t, "pid")
-	i := m.lastOf(pid)
-	if i < 0 {
-		t.Skip("no batch of this producer")
+	orig, known := m.producers[pid]
+	if !known {
+		i := len(m.history) - 1
+		for i >= 0 && m.history[i].pid != pid {
+			i--
+		}
+		if i < 0 {
+			t.Skip("no batch of this producer")
+		}
+		orig = m.history[i]
 	}
-	orig := m.batches[i]
 	b := mt.buildBatch(t, pid, orig.seq, orig.nRecs, orig.codec, orig.keyLen, orig.ts)
-	known := m.known(pid)
 	res, err := mt.l.Append(b, OriginClient, mt.epoch)
 	if err != nil {
 		t.Fatalf("retry of %d..%d (known %v): %v", orig.base, orig.last, known, err)
@@ -329,7 +381,7 @@ func (mt *modelTest) retry(t *rapid.T) {
 	nb.maxTS = h.MaxTimestamp
 	m.batches = append(m.batches, nb)
 	m.leo = res.LastOffset + 1
-	m.nextSeq[pid] = orig.seq + int32(orig.nRecs)
+	m.appended(nb)
 }
 
 // appendTimes checks the append time a client append got and returns the
@@ -455,6 +507,7 @@ func (mt *modelTest) truncate(t *rapid.T) {
 	case offset >= m.leo:
 	case offset < first:
 		m.batches, m.leo, m.logStart = nil, offset, offset
+		m.history, m.producers = nil, map[int64]modelBatch{}
 	default:
 		// Batches reaching offset go; the log ends after the last one kept,
 		// or at the base of the segment holding offset if that is later
@@ -465,6 +518,12 @@ func (mt *modelTest) truncate(t *rapid.T) {
 		if i > 0 {
 			m.leo = max(m.leo, m.batches[i-1].last+1)
 		}
+		k := 0
+		for k < len(m.history) && m.history[k].last < offset {
+			k++
+		}
+		m.history = m.history[:k]
+		m.reload(mt.clk.Now().UnixMilli(), mt.cfg.ProducerIDExpirationMs)
 	}
 	m.logStart = min(m.logStart, m.leo)
 	m.hw = min(m.hw, m.leo)
@@ -630,6 +689,7 @@ func (mt *modelTest) reopenClean(t *rapid.T) {
 		t.Fatalf("append after close: %v", err)
 	}
 	mt.open(mt.fs, true, mt.m.leo)
+	mt.m.reload(mt.clk.Now().UnixMilli(), mt.cfg.ProducerIDExpirationMs)
 	mt.checkAll()
 }
 
@@ -641,7 +701,18 @@ func (mt *modelTest) reopenUnclean(t *rapid.T) {
 	}
 	rp := rapid.Int64Range(0, mt.m.leo).Draw(t, "recoveryPoint")
 	mt.open(mt.fs.CrashClone(), false, rp)
+	mt.m.reload(mt.clk.Now().UnixMilli(), mt.cfg.ProducerIDExpirationMs)
 	mt.checkAll()
+}
+
+// expireProducers advances the clock and runs the producer expiration check.
+func (mt *modelTest) expireProducers(t *rapid.T) {
+	mt.clk.Advance(time.Duration(rapid.Int64Range(0, 3*3600_000).Draw(t, "advanceMs")) * time.Millisecond)
+	now := mt.clk.Now()
+	got := mt.l.RemoveExpiredProducers(now)
+	if want := mt.m.expire(now.UnixMilli(), mt.cfg.ProducerIDExpirationMs); got != want {
+		t.Fatalf("RemoveExpiredProducers removed %d producers, model %d", got, want)
+	}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -28,8 +28,11 @@ type ProducerEntry struct {
 	Epoch                 int16
 	CoordinatorEpoch      int32
 	CurrentTxnFirstOffset int64 // -1 when no transaction is open
-	LastTimestamp         int64
-	batches               []batchMeta
+	// LastTimestamp is the max timestamp of the producer's last batch (a
+	// marker's too): Kafka's lastTimestamp, which producer.id.expiration.ms
+	// counts from.
+	LastTimestamp int64
+	batches       []batchMeta
 }
 
 func (e *ProducerEntry) lastSeq() int32 {
@@ -75,7 +78,7 @@ func (p *producerState) duplicate(h *record.Header) (batchMeta, bool) {
 func (p *producerState) check(h *record.Header) error {
 	e := p.m[h.ProducerID]
 	if e == nil {
-		return nil // unknown producer: any sequence (its state may have been retained away)
+		return nil // unknown producer (new, or expired): any sequence, as Kafka accepts it
 	}
 	if h.ProducerEpoch < e.Epoch {
 		return fmt.Errorf("%w: producer %d epoch %d is older than the current epoch %d",
@@ -144,22 +147,36 @@ func (p *producerState) firstUnstableOffset() (int64, bool) {
 	return min, ok
 }
 
-// evictBelow removes producers whose last write is below the log start
-// offset and that have no open transaction.
-func (p *producerState) evictBelow(logStart int64) {
+// expired is Kafka's isProducerExpired: no open transaction, and at least
+// expirationMs since the max timestamp of the producer's last batch.
+// expirationMs ≤ 0 never expires (the config requires ≥ 1).
+func (e *ProducerEntry) expired(nowMs, expirationMs int64) bool {
+	return expirationMs > 0 && e.CurrentTxnFirstOffset < 0 && nowMs-e.LastTimestamp >= expirationMs
+}
+
+// removeExpired forgets every expired producer (Kafka's
+// removeExpiredProducers) and returns how many it forgot. Only time removes
+// a producer: a log start offset passing its batches does not.
+func (p *producerState) removeExpired(nowMs, expirationMs int64) int {
+	n := 0
 	for pid, e := range p.m {
-		if e.CurrentTxnFirstOffset < 0 && e.lastOffset() < logStart {
+		if e.expired(nowMs, expirationMs) {
 			delete(p.m, pid)
+			n++
 		}
 	}
+	return n
 }
 
 // Snapshot files: <20-digit offset>.snapshot in Kafka's ProducerSnapshot
 // version 1 layout: int16 version, uint32 CRC32C of what follows, int32 entry
 // count, then per producer: int64 id, int16 epoch, int32 last sequence, int64
 // last offset, int32 offset delta (last - first offset of the last batch),
-// int64 timestamp, int32 coordinator epoch, int64 current txn first offset.
-// As in Kafka only the last batch of each producer is kept.
+// int64 timestamp (the entry's last timestamp: the max timestamp of its last
+// batch), int32 coordinator epoch, int64 current txn first offset. As in
+// Kafka only the last batch of each producer is kept, and a producer stays in
+// the snapshots, with its last batch, after retention has deleted that batch
+// (until it expires).
 const (
 	snapshotVersion   = 1
 	snapshotEntrySize = 8 + 2 + 4 + 8 + 4 + 8 + 4 + 8

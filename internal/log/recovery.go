@@ -332,7 +332,7 @@ func (l *Log) load(segs []*segment, o Options) error {
 	if !o.CleanShutdown {
 		trusted = min(leo, recoverFrom)
 	}
-	if err := l.loadProducerState(logStart, trusted); err != nil {
+	if err := l.loadProducerState(trusted); err != nil {
 		return err
 	}
 	// Everything loaded is now known good; make it durable and call it the
@@ -521,14 +521,31 @@ func (v *indexVerifier) done() bool {
 }
 
 // loadProducerState restores producer state from the newest usable snapshot
-// at or below upTo (snapshots above it are removed) and replays batch headers
-// from there to the end of the log.
-func (l *Log) loadProducerState(logStart, upTo int64) error {
+// and replays batch headers from its offset to the end of the log. Producers
+// expired by now are skipped when the snapshot is read (Kafka's
+// loadFromSnapshot) and removed after the replay.
+//
+// A snapshot is usable at or below upTo (the log end offset; after an unclean
+// stop the recovery point, above which a snapshot may describe batches that
+// never reached the disk: those are removed) or at or below the first
+// segment's base offset: such a snapshot describes only batches retention or
+// DeleteRecords removed, which no crash can contradict, and it is the only
+// record of their producers.
+//
+// Every segment base offset the replay passes lacks a usable snapshot; it
+// gets one, with the state before the segment's first batch, while any
+// producer is known. So each segment's base offset keeps a snapshot, and the
+// one at whichever segment retention leaves first carries every producer of
+// the deleted ones.
+func (l *Log) loadProducerState(upTo int64) error {
+	segs := l.segments()
+	upTo = max(upTo, segs[0].baseOffset)
 	offs, err := listSnapshots(l.fs, l.dir)
 	if err != nil {
 		return err
 	}
-	from := logStart
+	nowMs, expMs := l.nowMs(), l.config().ProducerIDExpirationMs
+	from := segs[0].baseOffset
 	for i := len(offs) - 1; i >= 0; i-- {
 		off := offs[i]
 		if off > upTo {
@@ -541,24 +558,25 @@ func (l *Log) loadProducerState(logStart, upTo int64) error {
 		if err == nil {
 			var ps *producerState
 			if ps, err = decodeSnapshot(data); err == nil {
-				// Producers the log start offset has passed were evicted
-				// after the snapshot was taken; they must not come back and
-				// meet a reused sequence on replay.
-				ps.evictBelow(logStart)
+				ps.removeExpired(nowMs, expMs)
 				l.producers = ps
-				from = max(off, logStart)
+				from = off
 				break
 			}
 		}
 		l.logger.Warn("ignoring unreadable producer snapshot", "dir", l.dir, "offset", off, "err", err)
 	}
-	segs := l.segments()
 	for i, s := range segs {
 		if i+1 < len(segs) && segs[i+1].baseOffset <= from {
 			continue
 		}
+		if s.baseOffset > from && len(l.producers.m) > 0 {
+			if err := WriteFileAtomic(l.fs, snapshotPath(l.dir, s.baseOffset), l.producers.encodeSnapshot()); err != nil {
+				return err
+			}
+		}
 		replay := func(bp batchPos) bool {
-			if bp.hdr.LastOffset() >= from { // with the batch holding the log start offset
+			if bp.hdr.LastOffset() >= from {
 				l.producers.update(&bp.hdr)
 			}
 			return true
@@ -582,6 +600,6 @@ func (l *Log) loadProducerState(logStart, upTo int64) error {
 			return err
 		}
 	}
-	l.producers.evictBelow(logStart)
+	l.producers.removeExpired(nowMs, expMs)
 	return nil
 }

@@ -458,34 +458,39 @@ func TestFlushAfterRollSyncsSealedSegment(t *testing.T) {
 	}
 }
 
-// Reloading producer state from a snapshot taken before the log start offset
-// evicted a producer brought it back; a reused sequence then matched the old
-// batch and a retry got the old batch's offsets.
-func TestProducerReloadEvictsBeforeReplay(t *testing.T) {
+// Reloading producer state from a snapshot taken before DeleteRecords passed
+// a producer's batch brought back a producer the log had evicted, so a reused
+// sequence matched the old batch. Producers are no longer evicted by the log
+// start offset (Kafka since KIP-360): the retry is a duplicate of the
+// original batch before and after a reload from that snapshot.
+func TestProducerKeptPastLogStartAcrossReload(t *testing.T) {
 	fs := durableDirFS(t)
 	clk := clock.NewFake(t0)
 	l := openTest(t, fs, clk, smallConfig(), false)
-	mustAppend(t, l, idempotentBatch(t, 1, 0, 1), 0) // offset 0
-	if err := l.Roll(); err != nil {                 // snapshot at 1 knows producer 1
+	first := mustAppend(t, l, idempotentBatch(t, 1, 0, 1), 0) // offset 0
+	if err := l.Roll(); err != nil {                          // snapshot at 1 knows producer 1
 		t.Fatal(err)
 	}
 	mustAppend(t, l, testBatch(t, 5, t0.UnixMilli(), "x"), 0) // 1..5
 	l.SetHighWatermark(l.LogEndOffset())
-	if _, err := l.IncrementLogStartOffset(3); err != nil { // evicts producer 1
+	if _, err := l.IncrementLogStartOffset(3); err != nil { // deletes segment 0
 		t.Fatal(err)
 	}
-	again := mustAppend(t, l, idempotentBatch(t, 1, 0, 1), 0) // a new batch: offset 6
-	if again.Duplicate {
-		t.Fatal("evicted producer's batch answered as a duplicate")
+	check := func(l *Log, what string) {
+		t.Helper()
+		dup, err := l.Append(idempotentBatch(t, 1, 0, 1), OriginClient, 0)
+		if err != nil || !dup.Duplicate || dup.BaseOffset != first.BaseOffset {
+			t.Fatalf("%s: retry %+v %v, want a duplicate of %d", what, dup, err, first.BaseOffset)
+		}
+		if _, err := l.Append(idempotentBatch(t, 1, 2, 1), OriginClient, 0); !errors.Is(err, ErrOutOfOrderSequence) {
+			t.Fatalf("%s: sequence 2 after 0: %v", what, err)
+		}
 	}
+	check(l, "running")
 	if err := l.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	l2 := openAt(t, fs.CrashClone(), clk, smallConfig(), false, l.LogEndOffset(), 3)
-	dup, err := l2.Append(idempotentBatch(t, 1, 0, 1), OriginClient, 0)
-	if err != nil || !dup.Duplicate || dup.BaseOffset != again.BaseOffset {
-		t.Fatalf("retry after reopen: %+v %v, want a duplicate of %d", dup, err, again.BaseOffset)
-	}
+	check(openAt(t, fs.CrashClone(), clk, smallConfig(), false, l.LogEndOffset(), 3), "after a crash")
 }
 
 // Replaying producer state from the log start offset skipped the batch that

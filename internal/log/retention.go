@@ -76,14 +76,18 @@ func (s *segment) largestTimestamp() int64 {
 }
 
 // dropPrefixLocked removes the first n segments and raises the log start
-// offset to the first remaining one.
+// offset to the first remaining one. Producer state is kept: as in Kafka
+// (since KIP-360) only producer.id.expiration.ms forgets a producer, and the
+// snapshot at the first remaining segment's base offset, which the roll that
+// created that segment wrote, carries the producers of the deleted segments.
 //
 // The segments' removal is made durable before the leader-epoch checkpoint
-// and the producer snapshots are cut to the new log start offset (Kafka
-// removes the segments, then increments the log start offset): a crash in
-// between leaves epochs and snapshots describing offsets that are gone,
-// which Open trims to the log start offset, never the old segments without
-// the epochs of their batches.
+// is cut to the new log start offset and the snapshots below the first
+// remaining segment are removed (Kafka removes the segments, then increments
+// the log start offset): a crash in between leaves epochs describing offsets
+// that are gone, which Open trims to the log start offset, and older
+// snapshots, which Open passes over for the newer one, never the old
+// segments without the epochs of their batches.
 func (l *Log) dropPrefixLocked(n int) error {
 	segs := l.segments()
 	gone := segs[:n]
@@ -97,7 +101,6 @@ func (l *Log) dropPrefixLocked(n int) error {
 	l.publish(rest)
 	l.unsynced = without(l.unsynced, gone)
 	l.noteSyncStateLocked()
-	l.producers.evictBelow(l.logStart.Load())
 	if err := l.deleteSegments(gone); err != nil {
 		return err
 	}
@@ -234,7 +237,6 @@ func (l *Log) IncrementLogStartOffset(offset int64) (int64, error) {
 		if err := l.epochs.truncateFromStart(offset); err != nil {
 			return offset, err
 		}
-		l.producers.evictBelow(offset)
 	}
 	l.logger.Info("log start offset moved", "dir", l.dir, "log_start_offset", offset, "segments_deleted", n)
 	return offset, nil
@@ -296,7 +298,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		}
 	}
 	l.producers = newProducerState()
-	if err := l.loadProducerState(l.logStart.Load(), leo); err != nil {
+	if err := l.loadProducerState(leo); err != nil {
 		return err
 	}
 	l.logger.Info("truncated log", "dir", l.dir, "log_end_offset", leo)

@@ -3,7 +3,8 @@
 // It spreads partitions over the log.dirs, loads them in parallel at start
 // (num.recovery.threads.per.data.dir per directory), runs the background
 // jobs (retention every log.retention.check.interval.ms, flush by
-// flush.ms/flush.messages, checkpoint writers) and closes everything cleanly.
+// flush.ms/flush.messages, checkpoint writers, producer id expiration every
+// producer.id.expiration.check.interval.ms) and closes everything cleanly.
 //
 // # On-disk format, per log dir (Kafka's names and layouts)
 //

@@ -65,6 +65,8 @@ type Options struct {
 	RecoveryPointInterval  time.Duration // log.flush.offset.checkpoint.interval.ms
 	LogStartInterval       time.Duration // log.flush.start.offset.checkpoint.interval.ms
 	HighWatermarkInterval  time.Duration // replica.high.watermark.checkpoint.interval.ms
+	// ProducerExpirationCheckInterval is producer.id.expiration.check.interval.ms.
+	ProducerExpirationCheckInterval time.Duration
 }
 
 // Manager holds the logs of one broker.
@@ -376,6 +378,21 @@ func (m *Manager) RunRetention() {
 	}
 }
 
+// RunProducerExpiration forgets, in every log, the producers idle for the
+// log's producer.id.expiration.ms (Kafka's periodic producer expiration
+// check) and returns how many it forgot.
+func (m *Manager) RunProducerExpiration() int {
+	now := m.o.Clock.Now()
+	n := 0
+	for _, l := range m.All() {
+		n += l.RemoveExpiredProducers(now)
+	}
+	if n > 0 {
+		m.o.Logger.Debug("expired producer ids", "producers", n)
+	}
+	return n
+}
+
 // RunFlush flushes every log whose flush.ms or flush.messages is due.
 func (m *Manager) RunFlush() {
 	now := m.o.Clock.Now()
@@ -395,6 +412,7 @@ func (m *Manager) Start() {
 	m.every(m.o.RecoveryPointInterval, func() { m.logErr(m.checkpoint(RecoveryPointCheckpoint, (*log.Log).RecoveryPoint)) })
 	m.every(m.o.LogStartInterval, func() { m.logErr(m.CheckpointLogStart()) })
 	m.every(m.o.HighWatermarkInterval, func() { m.logErr(m.checkpoint(ReplicationCheckpoint, (*log.Log).HighWatermark)) })
+	m.every(m.o.ProducerExpirationCheckInterval, func() { m.RunProducerExpiration() })
 }
 
 func (m *Manager) logErr(err error) {
@@ -404,10 +422,18 @@ func (m *Manager) logErr(err error) {
 }
 
 // every runs f each d on the clock until Close. A zero d disables the job.
+// Each job keeps one slot in m.timers, holding its pending timer, so the
+// list does not grow with every run.
 func (m *Manager) every(d time.Duration, f func()) {
 	if d <= 0 {
 		return
 	}
+	m.stopMu.Lock()
+	defer m.stopMu.Unlock()
+	if m.closed {
+		return
+	}
+	slot := len(m.timers)
 	var run func()
 	run = func() {
 		m.stopMu.Lock()
@@ -420,12 +446,10 @@ func (m *Manager) every(d time.Duration, f func()) {
 		m.stopMu.Lock()
 		defer m.stopMu.Unlock()
 		if !m.closed {
-			m.timers = append(m.timers, m.o.Clock.AfterFunc(d, run))
+			m.timers[slot] = m.o.Clock.AfterFunc(d, run)
 		}
 	}
-	m.stopMu.Lock()
 	m.timers = append(m.timers, m.o.Clock.AfterFunc(d, run))
-	m.stopMu.Unlock()
 }
 
 // Close stops the jobs, closes every log (flushing it), writes the

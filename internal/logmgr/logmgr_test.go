@@ -112,3 +112,60 @@ func TestParseDirName(t *testing.T) {
 		}
 	}
 }
+
+// The producer expiration job runs every producer.id.expiration.check.interval.ms
+// on the clock: a producer idle for producer.id.expiration.ms is forgotten at
+// the first check after that, not before, even though retention deleted its
+// batch long before.
+func TestProducerExpirationJob(t *testing.T) {
+	fs := vfs.NewMem()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	cfg := func(topic string) log.Config {
+		c := testConfig(topic)
+		c.RetentionMs = int64(10 * time.Minute / time.Millisecond)
+		c.ProducerIDExpirationMs = int64(time.Hour / time.Millisecond)
+		return c
+	}
+	m, err := Open(Options{FS: fs, Clock: clk, Dirs: []string{"/d1"}, ConfigFor: cfg,
+		RetentionCheckInterval: 5 * time.Minute, ProducerExpirationCheckInterval: 25 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tp := TopicPartition{"p", 0}
+	l, err := m.GetOrCreate(tp, cfg(tp.Topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := record.Build(&record.BatchSpec{ProducerID: 9, ProducerEpoch: 0, BaseSequence: 0,
+		Records: []record.BuildRecord{{Timestamp: t0.UnixMilli(), Value: []byte("v")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(b, log.OriginClient, 0); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	m.Start()
+	// Checks run at 25, 50 and 75 minutes. Retention deletes the batch at
+	// 15 minutes; the producer stays.
+	clk.Advance(70 * time.Minute)
+	if l.LogStartOffset() != 1 {
+		t.Fatalf("retention did not delete the batch: log start %d", l.LogStartOffset())
+	}
+	if _, ok := l.Producer(9); !ok {
+		t.Fatal("producer forgotten before the check after its expiration")
+	}
+	clk.Advance(5*time.Minute - time.Millisecond)
+	if _, ok := l.Producer(9); !ok {
+		t.Fatal("producer forgotten before the check at 75 minutes")
+	}
+	clk.Advance(time.Millisecond)
+	if _, ok := l.Producer(9); ok {
+		t.Fatal("producer idle past producer.id.expiration.ms kept after the check at 75 minutes")
+	}
+	if n := m.RunProducerExpiration(); n != 0 {
+		t.Fatalf("a second pass removed %d producers", n)
+	}
+}
