@@ -5,7 +5,11 @@
 // group) and encodes the kmsg response. The package keeps no state of its
 // own: fetch sessions live in replica, producer ids in the controller,
 // consumer groups and committed offsets in group (group_common.go holds the
-// helpers of the group coordinator APIs).
+// helpers of the group coordinator APIs). The one thing it holds is a
+// bounded pool of buffers (fetch_buffers.go): Fetch reads large record sets
+// into them and answers with a server.BulkResponse, which the server writes
+// from those buffers with one vectored write and then releases, so record
+// bytes are never cleared, copied by kmsg or left to the garbage collector.
 //
 // ApiVersions advertises exactly the keys registered here with their ranges;
 // the server closes connections that use anything else.

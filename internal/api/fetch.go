@@ -23,7 +23,9 @@ import (
 // response, PartitionMaxBytes per partition, and the first batch of the first
 // non-empty partition is returned whole even if it is larger.
 // Incremental fetch sessions (KIP-227, v7+) are served from the broker's
-// session cache (max.incremental.fetch.session.cache.slots).
+// session cache (max.incremental.fetch.session.cache.slots). Record sets of
+// 16 KiB and more are read into pooled buffers and written from there by the
+// server without another copy (fetch_buffers.go).
 func init() { register(kmsg.Fetch.Int16(), 4, 18, handleFetch) }
 
 // fetchPart is one partition to read.
@@ -91,9 +93,18 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 
 	parts := make([]fetchPart, len(reqParts))
 	var hosted []*replica.Partition
+	// A session's partitions come topic by topic: resolve each topic once,
+	// not once per partition (a topic id lookup walks the metadata image).
+	var topic replica.SessionKey
+	var topicName string
+	var topicErr error
 	for i, sp := range reqParts {
 		fp := fetchPart{key: sp.Key, sp: sp}
-		fp.name, fp.err = h.topicName(sp.Key.Topic, sp.Key.TopicID, byID)
+		if i == 0 || sp.Key.Topic != topic.Topic || sp.Key.TopicID != topic.TopicID {
+			topic = sp.Key
+			topicName, topicErr = h.topicName(sp.Key.Topic, sp.Key.TopicID, byID)
+		}
+		fp.name, fp.err = topicName, topicErr
 		if fp.err == nil {
 			if fp.hosted, fp.err = h.partition(fp.name, sp.Key.Partition); fp.err == nil {
 				fp.err = checkLeaderEpoch(fp.hosted, sp.CurrentLeaderEpoch)
@@ -111,8 +122,10 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 			waiter.Done()
 		}
 	}()
+	var bufs fetchBuffers
 	for {
-		out, bytes, anyErr := h.readFetch(req, parts)
+		bufs.release() // a read after a wait replaces what the last one returned
+		out, bytes, anyErr := h.readFetch(req, parts, &bufs)
 		done := bytes >= int(req.MinBytes) || anyErr || maxWait <= 0 || len(hosted) == 0 ||
 			!time.Now().Before(deadline) || h.d.Replicas.Closing()
 		if done {
@@ -121,7 +134,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 				// A new session already expects epoch 1 (KIP-227).
 				session.Epoch++
 			}
-			return resp, nil
+			return bulkOrPlain(resp, bufs), nil
 		}
 		if waiter == nil {
 			// Register before re-reading so no append between the read and
@@ -134,7 +147,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		timer.Stop()
 		if ctx.Err() != nil {
 			h.finishFetch(resp, req, parts, out, incremental)
-			return resp, nil
+			return bulkOrPlain(resp, bufs), nil
 		}
 	}
 }
@@ -177,8 +190,18 @@ type fetchResult struct {
 	records           []byte
 }
 
-// readFetch reads every partition once within the byte limits.
-func (h *Handler) readFetch(req *kmsg.FetchRequest, parts []fetchPart) ([]fetchResult, int, bool) {
+// bulkOrPlain is the response to send: one written from bufs when the
+// records were read into pooled buffers.
+func bulkOrPlain(resp *kmsg.FetchResponse, bufs fetchBuffers) kmsg.Response {
+	if len(bufs.bufs) == 0 {
+		return resp
+	}
+	return &bulkFetchResponse{FetchResponse: resp, bufs: bufs}
+}
+
+// readFetch reads every partition once within the byte limits; large reads
+// go into buffers from bufs.
+func (h *Handler) readFetch(req *kmsg.FetchRequest, parts []fetchPart, bufs *fetchBuffers) ([]fetchResult, int, bool) {
 	out := make([]fetchResult, len(parts))
 	remaining := int(req.MaxBytes)
 	if remaining <= 0 {
@@ -208,7 +231,11 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, parts []fetchPart) ([]fetchR
 		if limit <= 0 && !minOne {
 			continue
 		}
-		data, err := l.Read(nil, fp.sp.FetchOffset, max(limit, 0), bound, minOne)
+		span, err := l.Locate(fp.sp.FetchOffset, max(limit, 0), bound, minOne)
+		var data []byte
+		if err == nil {
+			data, err = span.AppendTo(bufs.get(span.Size()))
+		}
 		if err != nil {
 			res.err, anyErr = err, true
 			continue

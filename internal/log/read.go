@@ -22,57 +22,93 @@ func segmentFor(segs []*segment, offset int64) int {
 // returned whole even if it alone exceeds maxBytes (KIP-74). Reading at the
 // log end offset, or at maxOffset, returns nothing. Offsets below the log start
 // offset or above the log end offset are ErrOffsetOutOfRange.
+//
+// Read is Locate then Span.AppendTo; a caller that wants to pick the buffer
+// once it knows the size calls those itself.
 func (l *Log) Read(dst []byte, offset int64, maxBytes int, maxOffset int64, minOneBatch bool) ([]byte, error) {
+	sp, err := l.Locate(offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil || sp.Size() == 0 {
+		return dst, err
+	}
+	return sp.AppendTo(dst)
+}
+
+// A Span is the part of one segment file a read returns, located but not yet
+// read: Size bytes starting at a batch boundary, of which AppendTo keeps the
+// whole batches below the read's bound. The zero Span is empty.
+type Span struct {
+	seg       *segment
+	pos       int64
+	size      int
+	maxOffset int64
+}
+
+// Size is the number of bytes AppendTo reads; it returns at most that many.
+func (sp Span) Size() int { return sp.size }
+
+// Locate finds the bytes Read(nil, offset, maxBytes, maxOffset, minOneBatch)
+// returns without reading them, with the same errors.
+func (l *Log) Locate(offset int64, maxBytes int, maxOffset int64, minOneBatch bool) (Span, error) {
 	// The log end offset is loaded before the segment list: the appender
 	// publishes a new segment before it writes into it, so every batch below
 	// leo is in this view. Segment sizes are loaded later still and may take
-	// in batches appended since; batchesBelow cuts those off.
+	// in batches appended since; AppendTo cuts those off.
 	leo := l.leo.Load()
 	segs := l.segments()
 	if logStart := l.logStart.Load(); offset < logStart || offset > leo {
-		return dst, fmt.Errorf("%w: offset %d, log start offset %d, log end offset %d",
+		return Span{}, fmt.Errorf("%w: offset %d, log start offset %d, log end offset %d",
 			ErrOffsetOutOfRange, offset, logStart, leo)
 	}
 	if maxOffset > leo {
 		maxOffset = leo
 	}
 	if offset >= maxOffset {
-		return dst, nil
+		return Span{}, nil
 	}
 	for i := max(segmentFor(segs, offset), 0); i < len(segs); i++ {
 		s := segs[i]
 		if s.baseOffset >= maxOffset {
-			return dst, nil
+			return Span{}, nil
 		}
 		size := s.size.Load()
 		start, ok, err := s.findBatch(offset, size)
 		if err != nil {
-			return dst, err
+			return Span{}, err
 		}
 		if !ok {
 			continue // compacted away, or offset past this segment: try the next
 		}
 		if start.hdr.LastOffset() >= maxOffset {
-			return dst, nil // the batch holding maxOffset is never returned
+			return Span{}, nil // the batch holding maxOffset is never returned
 		}
 		want := size - start.pos
 		if want > int64(maxBytes) {
 			want = max(int64(maxBytes), 0)
 			if want < int64(start.hdr.Size()) {
 				if !minOneBatch {
-					return dst, nil
+					return Span{}, nil
 				}
 				want = int64(start.hdr.Size())
 			}
 		}
-		n := len(dst)
-		dst = slices.Grow(dst, int(want))[:n+int(want)]
-		if _, err := s.readAt(dst[n:], start.pos); err != nil {
-			return dst[:n], fmt.Errorf("read %s: %w", s.path(LogSuffix), err)
-		}
-		return dst[:n+batchesBelow(dst[n:], maxOffset)], nil
+		return Span{seg: s, pos: start.pos, size: int(want), maxOffset: maxOffset}, nil
 	}
-	return dst, nil
+	return Span{}, nil
+}
+
+// AppendTo reads the span and appends its whole batches below the read's
+// bound to dst. It allocates only when dst lacks room for Size more bytes,
+// and never clears the bytes it reads into.
+func (sp Span) AppendTo(dst []byte) ([]byte, error) {
+	if sp.size == 0 {
+		return dst, nil
+	}
+	n := len(dst)
+	dst = slices.Grow(dst, sp.size)[:n+sp.size]
+	if _, err := sp.seg.readAt(dst[n:], sp.pos); err != nil {
+		return dst[:n], fmt.Errorf("read %s: %w", sp.seg.path(LogSuffix), err)
+	}
+	return dst[:n+batchesBelow(dst[n:], sp.maxOffset)], nil
 }
 
 // batchesBelow is the length of the prefix of b made of complete batches

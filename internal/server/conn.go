@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -61,6 +62,8 @@ type conn struct {
 	frame []byte
 	// out is the reused response buffer.
 	out []byte
+	// vec is the reused list of pieces of a BulkResponse's frame.
+	vec net.Buffers
 	// probes are scratch requests, one per key, used to detect trailing
 	// bytes. They are decoded with unsafe strings into frame, so they are
 	// dropped whenever frame is replaced.
@@ -321,6 +324,9 @@ func (c *conn) process(frame []byte, received time.Time) bool {
 func (c *conn) dispatch(req *Request) bool {
 	c.s.metrics.request(req.Key, req.Version)
 	resp, err := c.handle(req)
+	if b, ok := resp.(BulkResponse); ok {
+		defer b.Release()
+	}
 	if err != nil {
 		if !errors.Is(err, errHandlerPanicked) {
 			c.s.metrics.error(reasonHandler)
@@ -411,15 +417,21 @@ func (c *conn) answerUnsupportedApiVersions(hdr requestHeader, minV, maxV int16,
 }
 
 // writeResponse encodes resp into the reused buffer and writes it as one
-// frame with one write.
+// frame with one write (a BulkResponse with one vectored write).
 func (c *conn) writeResponse(key int16, correlationID int32, resp kmsg.Response, received time.Time) bool {
 	c.out = appendResponseHeader(c.responseBuffer(responseSizeHint(resp)), correlationID, responseHeaderV1(key, resp.IsFlexible()))
-	c.out = resp.AppendTo(c.out)
-	finishFrame(c.out)
 	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(idle))
 	}
-	n, err := c.nc.Write(c.out)
+	var n int
+	var err error
+	if b, ok := resp.(BulkResponse); ok {
+		n, err = c.writeBulk(b)
+	} else {
+		c.out = resp.AppendTo(c.out)
+		finishFrame(c.out)
+		n, err = c.nc.Write(c.out)
+	}
 	c.s.metrics.out(n)
 	c.s.metrics.observe(key, time.Since(received))
 	if err != nil {
@@ -428,4 +440,27 @@ func (c *conn) writeResponse(key int16, correlationID int32, resp kmsg.Response,
 		return false
 	}
 	return true
+}
+
+// writeBulk finishes the frame begun in c.out with resp's body and writes
+// the encoded parts and the bulk data between them with one writev, so the
+// bulk bytes are copied once, by the kernel.
+func (c *conn) writeBulk(resp BulkResponse) (int, error) {
+	var splices []Splice
+	c.out, splices = resp.AppendBulk(c.out)
+	size := len(c.out) - 4
+	vec := c.vec[:0]
+	prev := 0
+	for _, s := range splices {
+		size += len(s.Data)
+		vec = append(vec, c.out[prev:s.At], s.Data)
+		prev = s.At
+	}
+	vec = append(vec, c.out[prev:])
+	kbin.AppendInt32(c.out[:0], int32(size))
+	pieces := vec // WriteTo consumes its receiver
+	n, err := pieces.WriteTo(c.nc)
+	clear(vec) // keep no reference to buffers the response releases
+	c.vec = vec[:0]
+	return int(n), err
 }

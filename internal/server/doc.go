@@ -24,7 +24,11 @@
 // section when the response is flexible (header v1), and the body. An
 // ApiVersions response always uses header v0. Each response is encoded into
 // a reused buffer and written with one write, which is what a buffered
-// writer flushed per response would do, without the copy.
+// writer flushed per response would do, without the copy. A BulkResponse (a
+// Fetch response with large record sets) encodes everything but its bulk
+// bytes into that buffer and says where they go; the frame is written with
+// one vectored write straight from the handler's buffers, and Release is
+// called once the write is done or the response is dropped.
 //
 // # What closes a connection
 //

@@ -10,6 +10,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,10 @@ const (
 	idNil       = "nil"
 	idSlow      = "slow"
 	idWrongType = "wrong-type"
+	// idBulk answers with a BulkResponse; idBulkWrongType with one of the
+	// wrong type.
+	idBulk          = "bulk"
+	idBulkWrongType = "bulk-wrong-type"
 )
 
 // fakeHandler serves ApiVersions 0-3, Metadata 0-12 and ListGroups 0-5
@@ -40,6 +45,8 @@ type fakeHandler struct {
 	slowCtxErr chan error
 	// addr is the listener's address, advertised as broker 0 in Metadata.
 	addr string
+	// bulkReleased counts BulkResponse.Release calls.
+	bulkReleased atomic.Int32
 }
 
 func newFakeHandler() *fakeHandler {
@@ -75,6 +82,8 @@ func (h *fakeHandler) Handle(ctx context.Context, req *Request) (kmsg.Response, 
 		return nil, nil
 	case idWrongType:
 		return kmsg.NewPtrListGroupsResponse(), nil
+	case idBulkWrongType:
+		return &testBulk{Response: kmsg.NewPtrListGroupsResponse(), released: &h.bulkReleased}, nil
 	case idSlow:
 		h.slowStarted <- struct{}{}
 		select {
@@ -84,6 +93,14 @@ func (h *fakeHandler) Handle(ctx context.Context, req *Request) (kmsg.Response, 
 			return nil, ctx.Err()
 		}
 	}
+	resp, err := h.answer(req)
+	if id == idBulk && err == nil {
+		resp = &testBulk{Response: resp, released: &h.bulkReleased}
+	}
+	return resp, err
+}
+
+func (h *fakeHandler) answer(req *Request) (kmsg.Response, error) {
 	switch body := req.Body.(type) {
 	case *kmsg.ApiVersionsRequest:
 		resp := kmsg.NewPtrApiVersionsResponse()

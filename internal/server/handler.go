@@ -51,3 +51,26 @@ type Handler interface {
 	// Server before encoding.
 	Handle(ctx context.Context, req *Request) (kmsg.Response, error)
 }
+
+// BulkResponse is a response that carries large byte fields (a Fetch
+// response's record batches) the Server writes from the response's own
+// buffers, with one vectored write, instead of copying them into its encode
+// buffer.
+type BulkResponse interface {
+	kmsg.Response
+	// AppendBulk appends the encoded response body to dst, leaving out the
+	// bulk fields' bytes, and says where they go: each Splice's Data
+	// belongs at byte At of the returned slice (splices in increasing At).
+	// Writing the returned bytes with every Data inserted at its At must
+	// give exactly what AppendTo gives.
+	AppendBulk(dst []byte) ([]byte, []Splice)
+	// Release is called once, after the response has been written or
+	// dropped; the Data buffers may be reused from then on.
+	Release()
+}
+
+// Splice is bulk data inserted into an encoded response at byte At.
+type Splice struct {
+	At   int
+	Data []byte
+}
