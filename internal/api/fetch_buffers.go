@@ -3,12 +3,11 @@ package api
 import (
 	"bytes"
 	"crypto/rand"
-	"math/bits"
-	"sync"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/bufpool"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -33,54 +32,8 @@ const (
 	maxPooledBytes = 32 << 20
 )
 
-// recordBuffers is the broker-wide pool of fetch read buffers. Unlike a
-// sync.Pool it survives garbage collections, which a broker serving hundreds
-// of MiB/s would otherwise run often enough to empty it.
-var recordBuffers bufferPool
-
-type bufferPool struct {
-	mu   sync.Mutex
-	free [maxBufShift - minBufShift + 1][][]byte
-	held int // bytes in free
-}
-
-// get returns an empty buffer with room for at least n bytes. Its contents
-// are whatever a previous user left: callers overwrite what they use.
-func (p *bufferPool) get(n int) []byte {
-	shift := max(bits.Len(uint(n-1)), minBufShift)
-	if shift > maxBufShift {
-		return make([]byte, 0, n)
-	}
-	c := shift - minBufShift
-	p.mu.Lock()
-	if k := len(p.free[c]); k > 0 {
-		b := p.free[c][k-1]
-		p.free[c][k-1] = nil
-		p.free[c] = p.free[c][:k-1]
-		p.held -= cap(b)
-		p.mu.Unlock()
-		return b[:0]
-	}
-	p.mu.Unlock()
-	return make([]byte, 0, 1<<shift)
-}
-
-// put returns a buffer from get; buffers of other sizes, and any beyond
-// maxPooledBytes, are left to the garbage collector.
-func (p *bufferPool) put(b []byte) {
-	size := cap(b)
-	shift := bits.Len(uint(size)) - 1
-	if size == 0 || size != 1<<shift || shift < minBufShift || shift > maxBufShift {
-		return
-	}
-	p.mu.Lock()
-	if p.held+size <= maxPooledBytes {
-		c := shift - minBufShift
-		p.free[c] = append(p.free[c], b[:0])
-		p.held += size
-	}
-	p.mu.Unlock()
-}
+// recordBuffers is the broker-wide pool of fetch read buffers.
+var recordBuffers = bufpool.New(1<<minBufShift, 1<<maxBufShift, maxPooledBytes)
 
 // fetchBuffers are the pooled buffers one fetch has read into.
 type fetchBuffers struct{ bufs [][]byte }
@@ -91,7 +44,7 @@ func (f *fetchBuffers) get(n int) []byte {
 	if n < bulkMinBytes {
 		return nil
 	}
-	b := recordBuffers.get(n)
+	b := recordBuffers.Get(n)
 	f.bufs = append(f.bufs, b)
 	return b
 }
@@ -100,7 +53,7 @@ func (f *fetchBuffers) get(n int) []byte {
 // what was read into them.
 func (f *fetchBuffers) release() {
 	for i, b := range f.bufs {
-		recordBuffers.put(b)
+		recordBuffers.Put(b)
 		f.bufs[i] = nil
 	}
 	f.bufs = f.bufs[:0]

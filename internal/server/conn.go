@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/bufpool"
 )
 
 const (
@@ -160,8 +162,16 @@ func (c *conn) readFrame() (int, error) {
 		return 0, &invalidReceiveError{size: size, limit: limit}
 	}
 	if int(size) > cap(c.frame) {
-		c.frame = make([]byte, max(int(size), minFrameBuffer))
-		c.probes = [kmsg.MaxKey + 1]kmsg.Request{}
+		c.releaseFrame()
+		if int(size) > retainBufferBytes {
+			// A large frame (a big produce) comes from the shared pool and
+			// goes back to it after the request, uncleared: allocating it
+			// fresh would clear megabytes the read overwrites anyway.
+			c.frame = bigFrames.Get(int(size))
+		} else {
+			c.frame = make([]byte, max(int(size), minFrameBuffer))
+		}
+		c.frame = c.frame[:cap(c.frame)]
 	}
 	if idle > 0 {
 		c.nc.SetReadDeadline(time.Now().Add(idle))
@@ -198,8 +208,7 @@ func (c *conn) logReadError(err error) {
 // or response.
 func (c *conn) trimBuffers() {
 	if cap(c.frame) > retainBufferBytes {
-		c.frame = nil
-		c.probes = [kmsg.MaxKey + 1]kmsg.Request{}
+		c.releaseFrame()
 	}
 	if cap(c.out) > retainBufferBytes {
 		b := c.out[:0]
@@ -207,6 +216,22 @@ func (c *conn) trimBuffers() {
 		c.out = nil
 	}
 }
+
+// releaseFrame gives up the frame buffer, returning a large one to
+// bigFrames. The decoded requests cached in probes point into the frame, so
+// they go with it.
+func (c *conn) releaseFrame() {
+	if cap(c.frame) > retainBufferBytes {
+		bigFrames.Put(c.frame)
+	}
+	c.frame = nil
+	c.probes = [kmsg.MaxKey + 1]kmsg.Request{}
+}
+
+// bigFrames holds request frame buffers above retainBufferBytes between
+// requests, on any connection, up to 64 MiB of them; frames above 128 MiB
+// (socket.request.max.bytes allows that only if raised) are not kept.
+var bigFrames = bufpool.New(2*retainBufferBytes, 128<<20, 64<<20)
 
 // bigBuffers holds response buffers too large for a connection to keep, so
 // the next large response (on any connection) reuses one instead of

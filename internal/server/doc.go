@@ -12,7 +12,10 @@
 // Kafka's InvalidReceiveException: it is logged with the remote address, the
 // size and the limit, and that connection alone is closed. The size is
 // checked before any buffer is sized for it; frames are read into a buffer
-// the connection reuses (buffers above 1 MiB are dropped after use).
+// the connection reuses. A frame above 1 MiB (a large produce) is read into a
+// buffer from a broker-wide pool (internal/bufpool, at most 64 MiB kept) and
+// returned to it once the request is answered, so large requests neither
+// pin memory per connection nor pay for clearing a fresh buffer each time.
 //
 // A request is a request header then the body. Header v1 is api key, api
 // version, correlation id and a nullable client id (always a plain int16
