@@ -113,10 +113,7 @@ func (l *Log) CleanSnapshot() (CleanSnapshot, error) {
 		LogEndOffset:   l.leo.Load(),
 		Config:         *l.config(),
 	}
-	out.LastStableOffset = out.HighWatermark
-	if fu, ok := l.producers.firstUnstableOffset(); ok && fu < out.LastStableOffset {
-		out.LastStableOffset = fu
-	}
+	out.LastStableOffset = l.lsoLocked()
 	for i, s := range segs {
 		out.Segments[i] = Segment{s: s, BaseOffset: s.baseOffset, Size: s.size.Load(),
 			LargestTimestamp: s.largestTimestamp(), OffsetIndexBytes: s.index.bytes(), TimeIndexBytes: s.timeIndex.bytes()}

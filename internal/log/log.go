@@ -207,12 +207,16 @@ func (l *Log) noteSyncStateLocked() {
 func (l *Log) LastStableOffset() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.lsoLocked()
+}
+
+// lsoLocked is LastStableOffset with Log.mu held.
+func (l *Log) lsoLocked() int64 {
 	hw := l.hw.Load()
-	lso := hw
 	if fu, ok := l.producers.firstUnstableOffset(); ok && fu < hw {
-		lso = max(fu, min(l.logStart.Load(), hw))
+		return max(fu, min(l.logStart.Load(), hw))
 	}
-	return lso
+	return hw
 }
 
 // Size is the total bytes of the log's segments.

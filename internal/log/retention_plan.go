@@ -62,12 +62,7 @@ func (l *Log) snapshotLocked() Snapshot {
 		RecoveryPoint:  l.RecoveryPoint(),
 		Config:         *l.config(),
 	}
-	s.LastStableOffset = s.HighWatermark
-	if fu, ok := l.producers.firstUnstableOffset(); ok && fu < s.LastStableOffset {
-		// DeleteRecords may pass an open transaction's first offset (it is
-		// bounded by the HW only); as in Kafka the LSO is then the log start.
-		s.LastStableOffset = max(fu, s.LogStartOffset)
-	}
+	s.LastStableOffset = l.lsoLocked()
 	for i, seg := range segs {
 		s.Segments[i] = SegmentInfo{BaseOffset: seg.baseOffset, Size: seg.size.Load(), LargestTimestamp: seg.largestTimestamp()}
 	}
