@@ -82,7 +82,7 @@ func New(cfg Config) *Admin {
 		addr: cfg.Addr,
 	}
 	a.srv = &http.Server{
-		Handler:           a.mux,
+		Handler:           a.loopbackOnly(a.mux),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -45,6 +45,15 @@
 // not_found when the Source answers ErrNotFound, 500 internal otherwise (also
 // logged).
 //
+// # Host check
+//
+// While the listener is bound to a loopback address (the default), a
+// request whose Host header is neither a loopback address nor "localhost"
+// is answered 421 Misdirected Request and logged: this keeps a web page that
+// rebinds its own DNS name to 127.0.0.1 from reading the console or the JSON
+// API through a local browser. Bound to any other address, every Host is
+// served.
+//
 // # Readiness
 //
 // A condition is registered by its first SetReady call and never removed.
