@@ -249,7 +249,7 @@ func TestLongPollRereadsLargeRecordSets(t *testing.T) {
 	}
 }
 
-// fetchRequestsServed is the broker's count of Fetch requests handed to the
+// fetchRequestsServed is the broker's count of consumer Fetch requests handed to the
 // handler, from its metrics endpoint.
 func (f *logAPI) fetchRequestsServed() float64 {
 	f.t.Helper()
@@ -264,7 +264,7 @@ func (f *logAPI) fetchRequestsServed() float64 {
 	}
 	total := 0.0
 	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, `kafka_network_requestmetrics_requests_total{request="Fetch"`); ok {
+		if rest, ok := strings.CutPrefix(line, `kafka_network_requestmetrics_requests_total{request="FetchConsumer"`); ok {
 			var n float64
 			if _, err := fmt.Sscan(rest[strings.LastIndexByte(rest, ' ')+1:], &n); err == nil {
 				total += n

@@ -347,7 +347,8 @@ func (c *conn) process(frame []byte, received time.Time) bool {
 // dispatch hands a decoded request to the handler and writes its response.
 // It returns false when the connection must be closed.
 func (c *conn) dispatch(req *Request) bool {
-	c.s.metrics.request(req.Key, req.Version)
+	slot := metricSlot(req.Key, req.Body)
+	c.s.metrics.request(slot, req.Version)
 	resp, err := c.handle(req)
 	if b, ok := resp.(BulkResponse); ok {
 		defer b.Release()
@@ -362,7 +363,7 @@ func (c *conn) dispatch(req *Request) bool {
 		return false
 	}
 	if resp == nil {
-		c.s.metrics.observe(req.Key, time.Since(req.Received))
+		c.s.metrics.observe(slot, time.Since(req.Received))
 		return true
 	}
 	if resp.Key() != req.Key {
@@ -373,7 +374,7 @@ func (c *conn) dispatch(req *Request) bool {
 		return false
 	}
 	resp.SetVersion(req.Version)
-	return c.writeResponse(req.Key, req.CorrelationID, resp, req.Received)
+	return c.writeResponse(req.Key, slot, req.CorrelationID, resp, req.Received)
 }
 
 // decode reads body into req and rejects bodies with bytes left over.
@@ -438,12 +439,12 @@ func (c *conn) answerUnsupportedApiVersions(hdr requestHeader, minV, maxV int16,
 	key.MinVersion = minV
 	key.MaxVersion = maxV
 	resp.ApiKeys = append(resp.ApiKeys, key)
-	return c.writeResponse(keyApiVersions, hdr.correlationID, resp, received)
+	return c.writeResponse(keyApiVersions, keyApiVersions, hdr.correlationID, resp, received)
 }
 
 // writeResponse encodes resp into the reused buffer and writes it as one
 // frame with one write (a BulkResponse with one vectored write).
-func (c *conn) writeResponse(key int16, correlationID int32, resp kmsg.Response, received time.Time) bool {
+func (c *conn) writeResponse(key, slot int16, correlationID int32, resp kmsg.Response, received time.Time) bool {
 	c.out = appendResponseHeader(c.responseBuffer(responseSizeHint(resp)), correlationID, responseHeaderV1(key, resp.IsFlexible()))
 	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(idle))
@@ -458,7 +459,7 @@ func (c *conn) writeResponse(key int16, correlationID int32, resp kmsg.Response,
 		n, err = c.nc.Write(c.out)
 	}
 	c.s.metrics.out(n)
-	c.s.metrics.observe(key, time.Since(received))
+	c.s.metrics.observe(slot, time.Since(received))
 	if err != nil {
 		c.log.Info("closing connection: writing response failed",
 			"api", kmsg.NameForKey(key), "correlation_id", correlationID, "err", err)

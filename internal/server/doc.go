@@ -95,7 +95,9 @@
 //	kafka_server_socket_server_metrics_connection_close_total{listener}    counter: connections closed
 //	gregor_network_request_errors_total{listener,reason}              counter: requests not served normally
 //
-// request is kmsg.NameForKey (Kafka's API names, e.g. "Produce"). reason is
+// request is kmsg.NameForKey (Kafka's API names, e.g. "Produce"), except
+// Fetch, which is "FetchConsumer" or "FetchFollower" (a replica id or the
+// ReplicaState tag set) as in Kafka's RequestMetrics. reason is
 // one of invalid_receive (frame size), unknown_api_key,
 // unsupported_version (including ApiVersions answered with
 // UNSUPPORTED_VERSION), decode (header or body), handler (Handler error or

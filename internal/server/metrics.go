@@ -35,7 +35,7 @@ type Metrics struct {
 
 	// perAPI caches the children of requests and totalTime, so the request
 	// path does not hash label values.
-	perAPI   [kmsg.MaxKey + 1]atomic.Pointer[apiMetrics]
+	perAPI   [numSlots]atomic.Pointer[apiMetrics]
 	perAPIMu sync.Mutex
 }
 
@@ -101,15 +101,52 @@ func (m *Metrics) api(key int16) *apiMetrics {
 		return a
 	}
 	var maxVersion int16
-	if r := kmsg.RequestForKey(key); r != nil {
+	if r := kmsg.RequestForKey(slotKey(key)); r != nil {
 		maxVersion = r.MaxVersion()
 	}
 	a := &apiMetrics{
-		totalTime: m.totalTime.WithLabelValues(kmsg.NameForKey(key)),
+		totalTime: m.totalTime.WithLabelValues(slotName(key)),
 		byVersion: make([]atomic.Pointer[prometheus.Counter], int(maxVersion)+1),
 	}
 	m.perAPI[key].Store(a)
 	return a
+}
+
+// Metric slots: one per API key, then Kafka's two names for Fetch, which
+// its RequestMetrics splits by who fetches ("FetchConsumer" for consumers,
+// "FetchFollower" for replicas) instead of counting under "Fetch".
+const (
+	slotFetchConsumer = kmsg.MaxKey + 1 + iota
+	slotFetchFollower
+	numSlots
+)
+
+func slotName(slot int16) string {
+	switch slot {
+	case slotFetchConsumer:
+		return "FetchConsumer"
+	case slotFetchFollower:
+		return "FetchFollower"
+	}
+	return kmsg.NameForKey(slot)
+}
+
+func slotKey(slot int16) int16 {
+	if slot == slotFetchConsumer || slot == slotFetchFollower {
+		return kmsg.Fetch.Int16()
+	}
+	return slot
+}
+
+// metricSlot is the slot a decoded request is counted in.
+func metricSlot(key int16, body kmsg.Request) int16 {
+	if f, ok := body.(*kmsg.FetchRequest); ok && key == kmsg.Fetch.Int16() {
+		if f.ReplicaID >= 0 || f.ReplicaState.ID >= 0 {
+			return slotFetchFollower
+		}
+		return slotFetchConsumer
+	}
+	return key
 }
 
 // request counts one request of key and version.
@@ -119,12 +156,12 @@ func (m *Metrics) request(key, version int16) {
 	}
 	a := m.api(key)
 	if version < 0 || int(version) >= len(a.byVersion) {
-		m.requests.WithLabelValues(kmsg.NameForKey(key), strconv.Itoa(int(version))).Inc()
+		m.requests.WithLabelValues(slotName(key), strconv.Itoa(int(version))).Inc()
 		return
 	}
 	p := a.byVersion[version].Load()
 	if p == nil {
-		c := m.requests.WithLabelValues(kmsg.NameForKey(key), strconv.Itoa(int(version)))
+		c := m.requests.WithLabelValues(slotName(key), strconv.Itoa(int(version)))
 		p = &c
 		a.byVersion[version].Store(p)
 	}

@@ -62,7 +62,7 @@ func TestLongPollReturnsEarly(t *testing.T) {
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(maxWait),
 	)
-	before := requestsServed(t, admin, "Fetch")
+	before := requestsServed(t, admin, "FetchConsumer")
 
 	type receipt struct {
 		at  time.Time
@@ -86,10 +86,10 @@ func TestLongPollReturnsEarly(t *testing.T) {
 
 	// The topic is empty, so the consumer's first fetch parks in the
 	// broker. Produce only once the broker has taken that fetch.
-	if !pollUntil(15*time.Second, func() bool { return requestsServed(t, admin, "Fetch") > before }) {
+	if !pollUntil(15*time.Second, func() bool { return requestsServed(t, admin, "FetchConsumer") > before }) {
 		t.Fatal("the consumer sent no Fetch within 15s")
 	}
-	fetchesBefore := requestsServed(t, admin, "Fetch")
+	fetchesBefore := requestsServed(t, admin, "FetchConsumer")
 	start := time.Now()
 	produceSync(ctx, t, producer, &kgo.Record{Value: []byte("wake up")})
 	acked := time.Now()
@@ -113,7 +113,7 @@ func TestLongPollReturnsEarly(t *testing.T) {
 	}
 	// The record came on the parked fetch (or at most one follow-up), not
 	// on a stream of fetches that returned empty.
-	if n := requestsServed(t, admin, "Fetch") - fetchesBefore; n > 2 {
+	if n := requestsServed(t, admin, "FetchConsumer") - fetchesBefore; n > 2 {
 		t.Fatalf("%v fetches were served between the produce and the receipt; the parked one should answer", n)
 	}
 }
