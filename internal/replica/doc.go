@@ -6,8 +6,12 @@
 // on (so a consumer never sees a record a crash could take back) and the log
 // end offset otherwise. An acks=1 or acks=all produce returns once the high
 // watermark covers its batch; with fsync on that costs one group-committed
-// fdatasync shared by every concurrent producer of the partition. acks=0
-// produces schedule the sync in the background.
+// fdatasync shared by every concurrent producer of the partition.
+// AppendNoWait starts that fsync on its own goroutine as soon as the batch
+// is written, and Await waits for all of a request's partitions, so the
+// partitions of one produce request sync concurrently and each one's sync
+// overlaps the writes of the partitions after it. acks=0 produces schedule
+// the sync in the background.
 //
 // Delayed operations: a long-poll fetch registers a waiter on each partition
 // it reads and sleeps until any high watermark moves, its max wait passes or
