@@ -22,6 +22,15 @@ func (c cleanerLogs) Partitions() []cleaner.Partition {
 	return out
 }
 
+func (c cleanerLogs) Partition(tp cleaner.TopicPartition) (cleaner.Partition, bool) {
+	ltp := logmgr.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+	l := c.m.Get(ltp)
+	if l == nil {
+		return cleaner.Partition{}, false
+	}
+	return cleaner.Partition{TopicPartition: tp, Dir: c.m.DirOf(ltp), Log: l}, true
+}
+
 func (c cleanerLogs) CleanerOffset(tp cleaner.TopicPartition) (int64, bool) {
 	return c.m.CleanerOffset(logmgr.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 }

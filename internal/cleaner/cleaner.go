@@ -36,6 +36,10 @@ type Partition struct {
 type Logs interface {
 	// Partitions lists every hosted partition log.
 	Partitions() []Partition
+	// Partition is one hosted partition log; ok is false when tp is not
+	// hosted. (Status looks partitions up one at a time: a compaction board
+	// over n partitions must not cost n listings.)
+	Partition(tp TopicPartition) (Partition, bool)
 	// CleanerOffset is tp's cleaner point from cleaner-offset-checkpoint.
 	CleanerOffset(tp TopicPartition) (int64, bool)
 	// SetCleanerOffset records tp's cleaner point durably.

@@ -49,6 +49,17 @@ func (f *fakeLogs) Partitions() []Partition {
 	return append([]Partition(nil), f.parts...)
 }
 
+func (f *fakeLogs) Partition(tp TopicPartition) (Partition, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.parts {
+		if p.TopicPartition == tp {
+			return p, true
+		}
+	}
+	return Partition{}, false
+}
+
 func (f *fakeLogs) CleanerOffset(tp TopicPartition) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

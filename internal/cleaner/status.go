@@ -62,16 +62,11 @@ type UncleanableStatus struct {
 
 // Status reports on tp; ok is false when the partition is not hosted.
 func (c *Cleaner) Status(tp TopicPartition) (PartitionStatus, bool) {
-	var part *Partition
-	for _, p := range c.o.Logs.Partitions() {
-		if p.TopicPartition == tp {
-			part = &p
-			break
-		}
-	}
-	if part == nil {
+	p, ok := c.o.Logs.Partition(tp)
+	if !ok {
 		return PartitionStatus{}, false
 	}
+	part := &p
 	nowMs := c.o.Clock.Now().UnixMilli()
 	v, ok := c.assess(*part, nowMs)
 	if !ok {
