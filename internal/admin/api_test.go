@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/gregor-broker/gregor/internal/cleaner"
 )
 
 // apiFakeSource is an in-memory Source: a few topics, partitions and groups
@@ -90,6 +92,11 @@ func (s *apiFakeSource) Partition(_ context.Context, topic string, p int32) (Par
 		return PartitionView{}, fmt.Errorf("partition %s-%d: %w", topic, p, ErrNotFound)
 	}
 	return pv, nil
+}
+
+func (s *apiFakeSource) Cleaner(ctx context.Context, topic string, p int32) (*cleaner.PartitionStatus, error) {
+	pv, err := s.Partition(ctx, topic, p)
+	return pv.Cleaner, err
 }
 
 func (s *apiFakeSource) Groups(context.Context) ([]GroupSummary, error) {

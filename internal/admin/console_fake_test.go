@@ -58,6 +58,11 @@ func (f *fakeSource) Partition(ctx context.Context, topic string, p int32) (Part
 	return pv, ctx.Err()
 }
 
+func (f *fakeSource) Cleaner(ctx context.Context, topic string, p int32) (*cleaner.PartitionStatus, error) {
+	pv, err := f.Partition(ctx, topic, p)
+	return pv.Cleaner, err
+}
+
 func (f *fakeSource) Groups(ctx context.Context) ([]GroupSummary, error) {
 	var out []GroupSummary
 	for _, g := range f.groups {

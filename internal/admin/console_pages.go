@@ -360,14 +360,14 @@ func (c *console) compactionPage(r *http.Request) (*page, error) {
 			break
 		}
 		row := &body.Rows[i]
-		pv, err := c.src.Partition(ctx, row.Topic, row.Partition)
+		st, err := c.src.Cleaner(ctx, row.Topic, row.Partition)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			continue
 		}
-		if st := pv.Cleaner; st != nil {
+		if st != nil {
 			row.Status = st
 			row.Ratio = st.DirtyRatio
 			row.Gauge = newRatioGauge(st.DirtyRatio, st.MinCleanableDirtyRatio)

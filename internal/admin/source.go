@@ -34,6 +34,11 @@ type Source interface {
 	// Partition describes one partition in full: offsets, segments,
 	// replicas, cleaner and retention state, groups' committed offsets.
 	Partition(ctx context.Context, topic string, partition int32) (PartitionView, error)
+	// Cleaner is one partition's log-cleaner status alone (what Partition
+	// puts in PartitionView.Cleaner, without the rest of the view), for
+	// pages that list many partitions; nil when the cleaner has nothing to
+	// say about it.
+	Cleaner(ctx context.Context, topic string, partition int32) (*cleaner.PartitionStatus, error)
 	// Groups lists every consumer group, sorted by id.
 	Groups(ctx context.Context) ([]GroupSummary, error)
 	// Group describes one group: members, assignments, offsets and lag.

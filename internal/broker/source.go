@@ -343,6 +343,15 @@ func (s *source) hosted(topic string, partition int32) (hostedPartition, error) 
 	return h, nil
 }
 
+// Cleaner is one partition's cleaner status.
+func (s *source) Cleaner(ctx context.Context, topic string, partition int32) (*cleaner.PartitionStatus, error) {
+	h, err := s.hosted(topic, partition)
+	if err != nil {
+		return nil, err
+	}
+	return s.cleanerStatus(&h), ctx.Err()
+}
+
 // listGroups lists the groups of every loaded __consumer_offsets partition.
 func (s *source) listGroups(ctx context.Context) ([]group.Listing, error) {
 	if s.b.groups == nil || s.b.ctrl.Image().Topic(group.OffsetsTopic) == nil {

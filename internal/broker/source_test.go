@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -490,5 +491,13 @@ func TestAPICompactedPartition(t *testing.T) {
 	}
 	if pv.Retention.Next != nil || !strings.Contains(pv.Retention.Why, "cleanup.policy=compact") {
 		t.Fatalf("retention %+v", pv.Retention)
+	}
+	// The status alone, as the compaction board reads it.
+	st, err := b.Source().Cleaner(context.Background(), "changelog", 0)
+	if err != nil || st == nil || st.Topic != "changelog" || st.Runs < pv.Cleaner.Runs || st.CleanerPoint < pv.Cleaner.CleanerPoint {
+		t.Fatalf("Source.Cleaner: %+v, %v; the partition view had %+v", st, err, pv.Cleaner)
+	}
+	if _, err := b.Source().Cleaner(context.Background(), "changelog", 1); !errors.Is(err, admin.ErrNotFound) {
+		t.Fatalf("Source.Cleaner of a partition that does not exist: %v", err)
 	}
 }
