@@ -63,6 +63,11 @@ func TestBulkResponseIsWrittenWholeAndReleased(t *testing.T) {
 	if err := got.ReadFrom(plain[1:]); err != nil || len(got.Topics) != 3 { // after the header's tags
 		t.Fatalf("decoding the response: %v (%d topics)", err, len(got.Topics))
 	}
+	// Release runs after the write the client has just read: wait for it.
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.h.bulkReleased.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if n := ts.h.bulkReleased.Load(); n != 2 {
 		t.Fatalf("BulkResponse released %d times, want 2", n)
 	}
