@@ -23,6 +23,8 @@ type TopicMetrics struct {
 	vecs    [numTopicCounters]*prometheus.CounterVec
 	all     *topicCounters
 	byTopic sync.Map // topic name → *topicCounters
+	// hostedParts counts each topic's hosted partitions (the Manager's mu).
+	hostedParts map[string]int
 }
 
 // The counters of one topic (or of all topics), indexed as topicCounterDefs.
@@ -60,7 +62,7 @@ var topicCounterDefs = [numTopicCounters]struct{ name, help string }{
 type topicCounters [numTopicCounters]prometheus.Counter
 
 func newTopicMetrics() *TopicMetrics {
-	m := &TopicMetrics{}
+	m := &TopicMetrics{hostedParts: map[string]int{}}
 	for i, d := range topicCounterDefs {
 		m.vecs[i] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.name, Help: d.help}, []string{"topic"})
 	}
@@ -76,9 +78,11 @@ func (m *TopicMetrics) children(topic string) *topicCounters {
 	return &c
 }
 
-// hosted returns topic's children, making them on first use. Called with
-// the Manager's mu held, so it does not race with dropped.
+// hosted counts one more hosted partition of topic and returns the topic's
+// children, making them on first use. Called with the Manager's mu held, so
+// it does not race with dropped.
 func (m *TopicMetrics) hosted(topic string) *topicCounters {
+	m.hostedParts[topic]++
 	if c, ok := m.byTopic.Load(topic); ok {
 		return c.(*topicCounters)
 	}
@@ -87,9 +91,13 @@ func (m *TopicMetrics) hosted(topic string) *topicCounters {
 	return c
 }
 
-// dropped deletes topic's series once it has no hosted partition left.
-// Called with the Manager's mu held.
+// dropped counts one hosted partition of topic less and deletes the topic's
+// series once it has none left. Called with the Manager's mu held.
 func (m *TopicMetrics) dropped(topic string) {
+	if m.hostedParts[topic]--; m.hostedParts[topic] > 0 {
+		return
+	}
+	delete(m.hostedParts, topic)
 	m.byTopic.Delete(topic)
 	for _, v := range m.vecs {
 		v.DeleteLabelValues(topic)

@@ -165,11 +165,11 @@ func (m *Manager) Host(tp logmgr.TopicPartition, topicID [16]byte, cfg log.Confi
 	}
 	// Single node: this broker is the leader, the whole replica set and the
 	// whole ISR.
-	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR, stats: TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)},
-		leader: true, replicas: 1, isr: 1}
+	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR, leader: true, replicas: 1, isr: 1}
 	if err := l.AssignLeaderEpoch(p.LeaderEpoch); err != nil {
 		return nil, fmt.Errorf("assigning leader epoch %d to %s-%d: %w", p.LeaderEpoch, tp.Topic, tp.Partition, err)
 	}
+	p.stats = TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)}
 	m.advanceHW(p)
 	m.parts[tp] = p
 	return p, nil
@@ -180,7 +180,7 @@ func (m *Manager) Drop(tp logmgr.TopicPartition) error {
 	m.mu.Lock()
 	p := m.parts[tp]
 	delete(m.parts, tp)
-	if p != nil && !m.hostsTopicLocked(tp.Topic) {
+	if p != nil {
 		m.metrics.dropped(tp.Topic)
 	}
 	m.mu.Unlock()
@@ -188,15 +188,6 @@ func (m *Manager) Drop(tp logmgr.TopicPartition) error {
 		p.notify()
 	}
 	return m.logs.Delete(tp)
-}
-
-func (m *Manager) hostsTopicLocked(topic string) bool {
-	for tp := range m.parts {
-		if tp.Topic == topic {
-			return true
-		}
-	}
-	return false
 }
 
 // Get returns a hosted partition.
@@ -246,7 +237,6 @@ func (m *Manager) Append(ctx context.Context, tp logmgr.TopicPartition, batch []
 type Pending struct {
 	Result log.AppendResult
 	p      *Partition
-	wait   bool
 	// sync is the fsync started for this append as soon as it was written,
 	// so that in a request for several partitions one partition's fsync
 	// overlaps the validation and write of the next; nil when none is needed.
@@ -294,7 +284,6 @@ func (m *Manager) AppendNoWait(tp logmgr.TopicPartition, batch []byte, acks int1
 	case acks == 0:
 		m.syncAsync(p)
 	default:
-		pend.wait = true
 		pend.sync = &pendingSync{done: make(chan struct{})}
 		go func(ps *pendingSync, p *Partition, upTo int64) {
 			defer close(ps.done)
@@ -322,7 +311,7 @@ func (m *Manager) syncForAck(p *Partition, upTo int64) error {
 func (m *Manager) Await(pend []*Pending) []error {
 	errs := make([]error, len(pend))
 	for i, pd := range pend {
-		if pd == nil || !pd.wait || pd.sync == nil {
+		if pd == nil || pd.sync == nil {
 			continue
 		}
 		<-pd.sync.done
