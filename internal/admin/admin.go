@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,9 @@ type Admin struct {
 	// now is time.Now, replaceable in tests.
 	now  func() time.Time
 	addr string
+	// loopback is set by Listen when the listener is bound to a loopback
+	// address: then only loopback Hosts are served (host.go).
+	loopback atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -108,7 +112,9 @@ func (a *Admin) Handle(pattern string, h http.Handler) {
 }
 
 // Handler returns the admin routes as one http.Handler, for tests and for
-// serving them on another server.
+// serving them on another server. It does not include the Host check the
+// admin listener applies (host.go): a caller serving it elsewhere decides
+// who may reach it.
 func (a *Admin) Handler() http.Handler { return a.mux }
 
 // SetReady registers the readiness condition named reason (e.g. "log
@@ -161,6 +167,9 @@ func (a *Admin) Listen() error {
 		return fmt.Errorf("admin: listen on %q: %w", a.addr, err)
 	}
 	a.mu.ln = ln
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		a.loopback.Store(true)
+	}
 	a.log.Info("admin listening", "addr", ln.Addr().String())
 	return nil
 }

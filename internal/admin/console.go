@@ -25,8 +25,8 @@ var webFS embed.FS
 const (
 	// maxRows caps every table; the page says when rows were left out.
 	maxRows = 1000
-	// maxBoardDetails caps the partitions whose full state the compaction
-	// board reads (one Source.Partition call each).
+	// maxBoardDetails caps the partitions whose cleaner status the
+	// compaction board reads (one Source.Cleaner call each).
 	maxBoardDetails = 500
 	// scanTimeout bounds one message-browser scan on the server side, on
 	// top of the client going away.

@@ -197,11 +197,11 @@ type partitionBody struct {
 	Replicas        []replicaRow
 }
 
-// offsetRow is one line of the table under the offsets bar.
 // segmentRows caps the partition page's segment table: a long list shows
 // its oldest and newest segments (the JSON has all).
 const segmentRows = 100
 
+// offsetRow is one line of the table under the offsets bar.
 type offsetRow struct {
 	Kind    string
 	Name    string

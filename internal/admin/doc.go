@@ -42,8 +42,9 @@
 //
 // Errors are {"error": "<message>", "code": "<code>"}: 400 bad_request for a
 // path or query parameter that does not parse (the message names it), 404
-// not_found when the Source answers ErrNotFound, 500 internal otherwise (also
-// logged).
+// not_found when the Source answers ErrNotFound, 503 unavailable with
+// Retry-After: 1 when it answers ErrUnavailable (consumer groups while
+// __consumer_offsets loads), 500 internal otherwise (also logged).
 //
 // # Host check
 //
@@ -99,7 +100,8 @@
 //	GET /ui/static/{file}                   assets (?v=<content hash>, cacheable)
 //
 // Unknown pages, topics, partitions and groups answer the console's 404
-// page; bad message-browser parameters a 400 page.
+// page; bad message-browser parameters a 400 page; ErrUnavailable, and a
+// request cancelled or timed out, a 503 page with Retry-After: 1.
 //
 // The offsets bar maps offsets linearly (and monotonically, for any int64)
 // onto a fixed viewBox: segments to scale with the active one marked and
@@ -116,14 +118,16 @@
 // Bounds: tables stop at 1000 rows, the partition page's segment table
 // shows the oldest and newest 50 of a longer list, the bar draws at most
 // 240 segment blocks (the middle of a longer list merged into one), 50
-// group ticks and 16 replicas, and the compaction board reads the full
-// state of the 500 dirtiest partitions; each page says what it left out.
+// group ticks and 16 replicas, and the compaction board reads the cleaner's
+// status (Source.Cleaner) of the 500 dirtiest partitions; each page says
+// what it left out.
 // The message browser sends the form and a "Scanning…" line with a Stop
 // button first, then runs Source.Records under the request's context
 // (Stop calls window.stop(), which drops the request and so cancels the
 // scan) bounded by 15 s, then sends the records. Keys, values and headers
-// are shown as text, or base64 when not UTF-8 (or when asked), cut at 2048
-// characters; tombstones and null keys are marked.
+// are shown as text, or base64 when not UTF-8 (or when asked), values cut
+// at 2048 characters and keys and header values at 256; tombstones and null
+// keys are marked.
 //
 // Safety: html/template escapes every value; the pages carry a
 // Content-Security-Policy that allows only this server's own script and

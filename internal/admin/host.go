@@ -14,7 +14,7 @@ import (
 // address serves every Host, as the operator chose to expose it.
 func (a *Admin) loopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ln := a.Addr(); ln != nil && isLoopbackAddr(ln.String()) && !isLoopbackHost(r.Host) {
+		if a.loopback.Load() && !isLoopbackHost(r.Host) {
 			a.log.Warn("admin: refusing request for a non-loopback Host on a loopback listener",
 				"host", r.Host, "path", r.URL.Path, "remote", r.RemoteAddr)
 			http.Error(w, "this admin listener is bound to loopback and answers only Host localhost or a loopback address",
@@ -23,15 +23,6 @@ func (a *Admin) loopbackOnly(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-func isLoopbackAddr(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func isLoopbackHost(hostHeader string) bool {

@@ -15,7 +15,7 @@ var ErrNotFound = errors.New("not found")
 
 // ErrUnavailable is returned by a Source for state that exists but cannot be
 // read for a moment (e.g. consumer groups while __consumer_offsets loads);
-// the JSON API answers it with 503 and Retry-After. Views that only decorate
+// the JSON API and the console answer it with 503 and Retry-After. Views that only decorate
 // themselves with such state (lag on the topics list) leave it out instead.
 var ErrUnavailable = errors.New("temporarily unavailable")
 
