@@ -323,11 +323,10 @@ func rowsUsed(runs []labelRun) int {
 // table has them), and starts each marker's line just under its label. It
 // returns the number of label rows.
 func (b *offsetsBar) markerLabels(ms []barMarker) int {
-	label := func(m []barMarker) string { return markerLabel(m) }
 	all := func([]barMarker) bool { return true }
-	runs := layoutLabels(ms, maxLabelRows, label, all)
+	runs := layoutLabels(ms, maxLabelRows, markerLabel, all)
 	if slices.ContainsFunc(runs, func(r labelRun) bool { return r.row < 0 }) {
-		runs = layoutLabels(ms, maxLabelRows, label, func(m []barMarker) bool {
+		runs = layoutLabels(ms, maxLabelRows, markerLabel, func(m []barMarker) bool {
 			return slices.ContainsFunc(m, func(x barMarker) bool { return x.Kind != "replica-leo" })
 		})
 	}

@@ -31,7 +31,6 @@ type overviewBody struct {
 	Cluster   ClusterView
 	Listeners []nameValue
 	Health    []healthItem
-	Ready     bool
 	Disks     []diskView
 }
 
@@ -49,9 +48,9 @@ type healthItem struct {
 // filesystem: this log dir's bytes, everything else used, free.
 type diskView struct {
 	LogDirView
-	UsedBytes           int64
-	LogW, OtherW, FreeW float64
-	UsedFraction        float64
+	UsedBytes    int64
+	LogW, OtherW float64
+	UsedFraction float64
 }
 
 func (c *console) overviewPage(r *http.Request) (*page, error) {
@@ -64,8 +63,7 @@ func (c *console) overviewPage(r *http.Request) (*page, error) {
 		body.Listeners = append(body.Listeners, nameValue{name, addr})
 	}
 	slices.SortFunc(body.Listeners, func(a, b nameValue) int { return strings.Compare(a.Name, b.Name) })
-	conds, ready := c.a.readiness()
-	body.Ready = ready
+	conds, _ := c.a.readiness()
 	for _, cond := range conds {
 		h := healthItem{Name: cond.name, State: "ok", Value: "ready", Detail: "since " + formatTime(cond.since)}
 		if !cond.ready {
@@ -104,7 +102,6 @@ func newDiskView(d LogDirView) diskView {
 	logB := min(max(d.LogBytes, 0), v.UsedBytes)
 	v.LogW = 100 * float64(logB) / total
 	v.OtherW = 100 * float64(v.UsedBytes-logB) / total
-	v.FreeW = max(100-v.LogW-v.OtherW, 0)
 	v.UsedFraction = float64(v.UsedBytes) / total
 	return v
 }
@@ -308,8 +305,8 @@ func newRatioGauge(ratio, threshold float64) *ratioGauge {
 // ---- compaction board ----
 
 type compactionBody struct {
-	Rows                                   []boardRow
-	Eligible, InProgress, Failing, Missing int
+	Rows                          []boardRow
+	Eligible, InProgress, Failing int
 }
 
 type boardRow struct {
@@ -355,7 +352,6 @@ func (c *console) compactionPage(r *http.Request) (*page, error) {
 	body.Rows = capRows(body.Rows, "compacted partitions", &p.Notes)
 	for i := range body.Rows {
 		if i == maxBoardDetails {
-			body.Missing = len(body.Rows) - i
 			p.Notes = append(p.Notes, fmt.Sprintf("the cleaner's reasons are shown for the %d dirtiest partitions", maxBoardDetails))
 			break
 		}

@@ -363,16 +363,27 @@ func TestOffsetsBarEdgeCases(t *testing.T) {
 	})
 	t.Run("group offsets outside the log", func(t *testing.T) {
 		pv := newFakeSource().partitions[tpKey("orders", 0)]
+		// Drop the oldest segment so the drawn range starts above offset 0.
+		pv.SegmentList = pv.SegmentList[1:]
 		pv.Groups = append(pv.Groups, GroupOffset{Group: "ahead", Committed: 10_000}, GroupOffset{Group: "behind", Committed: 0})
 		b := buildOffsetsBar(&pv, fakeT0)
 		checkBar(t, b)
+		seen := map[string]bool{}
 		for _, g := range b.Groups {
-			if (g.Group == "ahead") != (g.X == barRight) && g.Group != "behind" {
-				t.Errorf("group %s at %.1f", g.Group, g.X)
+			seen[g.Group] = true
+			switch g.Group {
+			case "ahead":
+				if g.X != barRight || !g.Clamped {
+					t.Errorf("group ahead of the LEO at %.1f, pinned %v; want pinned at the right edge %.1f", g.X, g.Clamped, barRight)
+				}
+			case "behind":
+				if g.X != barLeft || !g.Clamped {
+					t.Errorf("group behind the drawn range at %.1f, pinned %v; want pinned at the left edge %.1f", g.X, g.Clamped, barLeft)
+				}
 			}
-			if g.Group == "ahead" && !g.Clamped {
-				t.Errorf("group ahead of the LEO not marked as pinned")
-			}
+		}
+		if !seen["ahead"] || !seen["behind"] {
+			t.Errorf("groups drawn: %v, want ahead and behind", seen)
 		}
 	})
 	t.Run("retention due later", func(t *testing.T) {
