@@ -26,12 +26,7 @@ var ErrSegmentsChanged = errors.New("log segments changed while being cleaned")
 type Segment struct {
 	s *segment
 
-	BaseOffset int64
-	Size       int64 // bytes of the .log file
-	// LargestTimestamp is Kafka's LogSegment.largestTimestamp: the largest
-	// batch max timestamp, or when no batch has one, the segment's creation
-	// (or file modification) time.
-	LargestTimestamp int64
+	SegmentInfo
 	OffsetIndexBytes int64 // size of the .index entries
 	TimeIndexBytes   int64 // size of the .timeindex entries
 }
@@ -87,15 +82,13 @@ type ProducerLastRecord struct {
 	Epoch          int16
 }
 
-// CleanSnapshot is a consistent view of a log for the cleaner.
+// CleanSnapshot is a consistent view of a log for the cleaner: the Snapshot
+// retention and the admin API see, with segments the cleaner can read.
 type CleanSnapshot struct {
-	// Segments, oldest first; the last is the active segment.
-	Segments         []Segment
-	LogStartOffset   int64
-	LastStableOffset int64
-	HighWatermark    int64
-	LogEndOffset     int64
-	Config           Config
+	Snapshot
+	// Segments, oldest first; the last is the active segment. They are
+	// Snapshot.Segments with a handle on each.
+	Segments []Segment
 }
 
 // CleanSnapshot returns the segments and offsets as they are now.
@@ -106,17 +99,10 @@ func (l *Log) CleanSnapshot() (CleanSnapshot, error) {
 		return CleanSnapshot{}, ErrClosed
 	}
 	segs := l.segments()
-	out := CleanSnapshot{
-		Segments:       make([]Segment, len(segs)),
-		LogStartOffset: l.logStart.Load(),
-		HighWatermark:  l.hw.Load(),
-		LogEndOffset:   l.leo.Load(),
-		Config:         *l.config(),
-	}
-	out.LastStableOffset = l.lsoLocked()
+	out := CleanSnapshot{Snapshot: l.snapshotLocked(), Segments: make([]Segment, len(segs))}
 	for i, s := range segs {
-		out.Segments[i] = Segment{s: s, BaseOffset: s.baseOffset, Size: s.size.Load(),
-			LargestTimestamp: s.largestTimestamp(), OffsetIndexBytes: s.index.bytes(), TimeIndexBytes: s.timeIndex.bytes()}
+		out.Segments[i] = Segment{s: s, SegmentInfo: out.Snapshot.Segments[i],
+			OffsetIndexBytes: s.index.bytes(), TimeIndexBytes: s.timeIndex.bytes()}
 	}
 	return out, nil
 }
