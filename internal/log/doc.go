@@ -88,8 +88,9 @@
 //
 // The decision is one pure function, PlanRetention(Snapshot, now), in
 // retention_plan.go: DeleteOldSegments deletes exactly the prefix it names
-// for the same Snapshot, and RetentionPlan (the admin API, `gregor why
-// retention`) shows the same plan, with, when nothing is due, what goes first
+// for the same Snapshot, and the admin API (`gregor why retention`, the
+// console) applies it to a Snapshot of its own (Log.RetentionPlan does both
+// steps) to show the same plan, with, when nothing is due, what goes first
 // and when (largest timestamp + retention.ms + 1 ms), when the active segment
 // goes, or why nothing will without more data. Snapshot is taken under
 // Log.mu, so its offsets, segments and configuration are consistent with one

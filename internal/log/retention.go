@@ -47,7 +47,10 @@ func (l *Log) DeleteOldSegments(now time.Time) (RetentionResult, error) {
 	res := RetentionResult{Segments: n, Bytes: plan.Now.Bytes, Reason: plan.Now.Reason}
 	rolled := n == len(snap.Segments)
 	if rolled {
-		leo := l.leo.Load()
+		// The plan takes the active segment only when it has bytes, so it
+		// ends above its base; checked, as a roll at its own base would
+		// fail in the middle of the pass.
+		leo := snap.LogEndOffset
 		if act := l.active(); act.baseOffset >= leo {
 			return res, fmt.Errorf("retention: active segment %d with %d bytes ends at the log end offset %d: cannot roll",
 				act.baseOffset, act.size.Load(), leo)
