@@ -127,7 +127,9 @@ func (x *index) findOnFileLocked(target int64, key keyFunc, e *entry) (int, erro
 	done := func(w *indexWindow, force bool) (int, bool) {
 		i, ok := w.find(target, key, es, force)
 		if ok {
-			x.hint.Store(int64(w.k))
+			if k := int64(w.k); x.hint.Load() != k {
+				x.hint.Store(k) // readers share the hint's cache line: write only on a change
+			}
 			if i >= 0 {
 				copy(e[:], w.data[(i-w.first)*es:(i-w.first+1)*es])
 			}
