@@ -3,8 +3,6 @@ package admin
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 )
@@ -56,15 +54,6 @@ func RegisterAPI(a *Admin, s Source) {
 
 type jsonAPI struct{ a *Admin }
 
-// apiBadRequest is a query or path parameter the API cannot use.
-type apiBadRequest struct{ msg string }
-
-func (e *apiBadRequest) Error() string { return e.msg }
-
-func apiBadParam(format string, args ...any) error {
-	return &apiBadRequest{msg: fmt.Sprintf(format, args...)}
-}
-
 type apiError struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
@@ -85,23 +74,21 @@ func (api *jsonAPI) handle(f func(context.Context, *http.Request) (any, error)) 
 }
 
 func (api *jsonAPI) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var bad *apiBadRequest
-	switch {
-	case errors.As(err, &bad):
-		writeAPIJSON(w, http.StatusBadRequest, apiError{Error: bad.msg, Code: apiCodeBadRequest})
-	case errors.Is(err, ErrNotFound):
-		writeAPIJSON(w, http.StatusNotFound, apiError{Error: err.Error(), Code: apiCodeNotFound})
-	case errors.Is(err, ErrUnavailable):
-		w.Header().Set("Retry-After", "1")
-		writeAPIJSON(w, http.StatusServiceUnavailable, apiError{Error: err.Error(), Code: apiCodeUnavailable})
-	default:
+	status, msg, retryAfter := errorStatus(err)
+	code := map[int]string{http.StatusBadRequest: apiCodeBadRequest, http.StatusNotFound: apiCodeNotFound,
+		http.StatusServiceUnavailable: apiCodeUnavailable}[status]
+	if code == "" {
+		code = apiCodeInternal
 		if r.Context().Err() != nil {
 			api.a.log.Debug("admin API request ended by its client", "path", r.URL.Path, "err", err)
 		} else {
 			api.a.log.Error("admin API request failed", "path", r.URL.Path, "err", err)
 		}
-		writeAPIJSON(w, http.StatusInternalServerError, apiError{Error: err.Error(), Code: apiCodeInternal})
 	}
+	if retryAfter {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeAPIJSON(w, status, apiError{Error: msg, Code: code})
 }
 
 func writeAPIJSON(w http.ResponseWriter, status int, v any) {
@@ -118,11 +105,11 @@ func writeAPIJSON(w http.ResponseWriter, status int, v any) {
 
 func apiPartitionParam(r *http.Request) (int32, error) {
 	raw := r.PathValue("partition")
-	p, err := strconv.ParseInt(raw, 10, 32)
-	if err != nil || p < 0 {
-		return 0, apiBadParam("partition %q is not a partition number (a non-negative 32-bit integer)", raw)
+	p, ok := parsePartition(raw)
+	if !ok {
+		return 0, badRequest("partition %q is not a partition number (a non-negative 32-bit integer)", raw)
 	}
-	return int32(p), nil
+	return p, nil
 }
 
 // apiRecordQuery reads the records route's parameters: offset or timestamp
@@ -141,7 +128,7 @@ func apiRecordQuery(r *http.Request) (RecordQuery, error) {
 		}
 		v, err := strconv.ParseInt(raw, 10, bits)
 		if err != nil || v < 0 {
-			return 0, false, apiBadParam("%s=%q: want a non-negative integer", name, raw)
+			return 0, false, badRequest("%s=%q: want a non-negative integer", name, raw)
 		}
 		return v, true, nil
 	}
@@ -151,10 +138,10 @@ func apiRecordQuery(r *http.Request) (RecordQuery, error) {
 	}
 	ts, hasTS, err := nonNegative("timestamp", 64)
 	if err != nil {
-		return q, apiBadParam("%v (unix milliseconds)", err)
+		return q, badRequest("%v (unix milliseconds)", err)
 	}
 	if hasOff && hasTS {
-		return q, apiBadParam("give offset or timestamp, not both")
+		return q, badRequest("give offset or timestamp, not both")
 	}
 	q.Offset = off
 	if hasTS {
@@ -169,12 +156,6 @@ func apiRecordQuery(r *http.Request) (RecordQuery, error) {
 		return q, err
 	}
 	q.MaxBytes = int(n)
-	switch iso := vals.Get("isolation"); iso {
-	case "", "read_uncommitted":
-	case "read_committed":
-		q.ReadCommitted = true
-	default:
-		return q, apiBadParam("isolation=%q: want read_committed or read_uncommitted", iso)
-	}
-	return q, nil
+	q.ReadCommitted, err = parseIsolation(vals.Get("isolation"))
+	return q, err
 }

@@ -176,18 +176,6 @@ func setPageHeaders(w http.ResponseWriter) {
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 }
 
-// httpError is an error that carries its HTTP status (bad query parameters).
-type httpError struct {
-	status int
-	msg    string
-}
-
-func (e *httpError) Error() string { return e.msg }
-
-func badRequest(format string, args ...any) error {
-	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
-}
-
 // errorBody is the error page's content.
 type errorBody struct {
 	Status     int
@@ -197,17 +185,11 @@ type errorBody struct {
 }
 
 func (c *console) renderError(w http.ResponseWriter, r *http.Request, err error) {
-	status := http.StatusInternalServerError
-	var he *httpError
-	switch {
-	case errors.As(err, &he):
-		status = he.status
-	case errors.Is(err, ErrNotFound):
-		status = http.StatusNotFound
-	case errors.Is(err, ErrUnavailable):
-		status = http.StatusServiceUnavailable
+	status, _, retryAfter := errorStatus(err)
+	if retryAfter {
 		w.Header().Set("Retry-After", "1")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	}
+	if status == http.StatusInternalServerError && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		status = http.StatusServiceUnavailable
 	}
 	if status == http.StatusInternalServerError {
@@ -255,9 +237,9 @@ func (c *console) staticURL(name string) string {
 // partitionParam parses the {partition} path segment.
 func partitionParam(r *http.Request) (int32, error) {
 	s := r.PathValue("partition")
-	p, err := strconv.ParseInt(s, 10, 32)
-	if err != nil || p < 0 {
+	p, ok := parsePartition(s)
+	if !ok {
 		return 0, fmt.Errorf("partition %q is not a partition number: %w", s, ErrNotFound)
 	}
-	return int32(p), nil
+	return p, nil
 }

@@ -65,12 +65,9 @@ func parseMessagesQuery(r *http.Request) (messagesQuery, error) {
 		q.TSMs = ms
 		q.TSInput = time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05")
 	}
-	switch iso := v.Get("isolation"); iso {
-	case "", "read_uncommitted":
-	case "read_committed":
-		q.Committed = true
-	default:
-		return q, badRequest("isolation must be read_uncommitted or read_committed, not %q", iso)
+	var err error
+	if q.Committed, err = parseIsolation(v.Get("isolation")); err != nil {
+		return q, err
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
