@@ -24,29 +24,51 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// connFlags are the flags every client-side command shares.
-type connFlags struct {
-	brokers string
+// outputFlags are -o and --timeout, which every command that talks to a
+// server has.
+type outputFlags struct {
 	output  string
 	timeout time.Duration
 }
 
-// register adds -b, -o and --timeout as persistent flags, so a command
+// register adds -o (described by table, e.g. "table") and --timeout (with
+// its default and what it gives up on) as persistent flags, so a command
 // group's subcommands inherit them.
-func (f *connFlags) register(cmd *cobra.Command) {
+func (f *outputFlags) register(cmd *cobra.Command, table string, timeout time.Duration, server string) {
 	fs := cmd.PersistentFlags()
-	fs.StringVarP(&f.brokers, "brokers", "b", envOr("GREGOR_BROKERS", "127.0.0.1:9092"), "bootstrap brokers, comma separated (GREGOR_BROKERS)")
-	fs.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the brokers after this long")
+	fs.StringVarP(&f.output, "output", "o", "table", "output format: "+table+" or json")
+	fs.DurationVar(&f.timeout, "timeout", timeout, "give up on "+server+" after this long")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-func (f *connFlags) check() error {
+func (f *outputFlags) check() error {
 	switch f.output {
 	case "table", "json":
 		return nil
 	}
 	return fmt.Errorf("--output %q: want table or json", f.output)
+}
+
+// context bounds a command's work by --timeout.
+func (f *outputFlags) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	parent := cmd.Context()
+	if parent == nil {
+		parent = context.Background()
+	}
+	return context.WithTimeout(parent, f.timeout)
+}
+
+// connFlags are the flags every client-side command shares.
+type connFlags struct {
+	brokers string
+	outputFlags
+}
+
+// register adds -b, -o and --timeout as persistent flags, so a command
+// group's subcommands inherit them.
+func (f *connFlags) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVarP(&f.brokers, "brokers", "b", envOr("GREGOR_BROKERS", "127.0.0.1:9092"), "bootstrap brokers, comma separated (GREGOR_BROKERS)")
+	f.outputFlags.register(cmd, "table", 30*time.Second, "the brokers")
 }
 
 func (f *connFlags) seeds() []string {
@@ -71,15 +93,6 @@ func (f *connFlags) clients(opts ...kgo.Opt) (*kgo.Client, *kadm.Client, error) 
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(min(f.timeout, time.Hour).Milliseconds()))
 	return cl, adm, nil
-}
-
-// context bounds a command's broker work by --timeout.
-func (f *connFlags) context(cmd *cobra.Command) (context.Context, context.CancelFunc) {
-	parent := cmd.Context()
-	if parent == nil {
-		parent = context.Background()
-	}
-	return context.WithTimeout(parent, f.timeout)
 }
 
 // newTable returns a borderless, column-aligned table (like kubectl's),

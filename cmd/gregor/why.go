@@ -26,6 +26,7 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/cleaner"
+	"github.com/gregor-broker/gregor/internal/config"
 )
 
 // defaultAdmin is where `gregor serve` puts its admin listener by default.
@@ -33,17 +34,13 @@ const defaultAdmin = "http://127.0.0.1:9644"
 
 // whyFlags are the flags the why subcommands share.
 type whyFlags struct {
-	admin   string
-	output  string
-	timeout time.Duration
+	admin string
+	outputFlags
 }
 
 func (f *whyFlags) register(cmd *cobra.Command) {
-	fs := cmd.PersistentFlags()
-	fs.StringVar(&f.admin, "admin", envOr("GREGOR_ADMIN", defaultAdmin), "Gregor's admin HTTP listener, URL or HOST:PORT (GREGOR_ADMIN)")
-	fs.StringVarP(&f.output, "output", "o", "table", "output format: table (sentences) or json")
-	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "give up on the admin listener after this long")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.PersistentFlags().StringVar(&f.admin, "admin", envOr("GREGOR_ADMIN", defaultAdmin), "Gregor's admin HTTP listener, URL or HOST:PORT (GREGOR_ADMIN)")
+	f.outputFlags.register(cmd, "table (sentences)", 10*time.Second, "the admin listener")
 }
 
 // baseURL is --admin as a URL without a trailing slash; a bare HOST:PORT
@@ -121,10 +118,8 @@ type whyOutput struct {
 }
 
 func runWhy(cmd *cobra.Command, f *whyFlags, arg string, explain func(admin.PartitionView, time.Time) []string) error {
-	switch f.output {
-	case "table", "json":
-	default:
-		return fmt.Errorf("--output %q: want table or json", f.output)
+	if err := f.check(); err != nil {
+		return err
 	}
 	tp, err := parseTopicPartition(arg)
 	if err != nil {
@@ -137,11 +132,7 @@ func runWhy(cmd *cobra.Command, f *whyFlags, arg string, explain func(admin.Part
 	if err != nil {
 		return err
 	}
-	parent := cmd.Context()
-	if parent == nil {
-		parent = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(parent, f.timeout)
+	ctx, cancel := f.context(cmd)
 	defer cancel()
 	raw, view, err := fetchPartitionView(ctx, base, tp.topic, tp.partition)
 	if err != nil {
@@ -458,15 +449,6 @@ func explainRetention(v admin.PartitionView, now time.Time) []string {
 	return lines
 }
 
-func hasPolicy(policy, p string) bool {
-	for _, s := range strings.Split(policy, ",") {
-		if strings.TrimSpace(s) == p {
-			return true
-		}
-	}
-	return false
-}
-
 func offsetRange(n *admin.RetentionNext) string {
 	return groupDigits(n.FromOffset) + "–" + groupDigits(n.ToOffset-1)
 }
@@ -519,7 +501,7 @@ func retentionState(v admin.PartitionView) string {
 func retentionHint(v admin.PartitionView) string {
 	r := v.Retention
 	switch {
-	case r.Next == nil && !hasPolicy(r.CleanupPolicy, "delete"):
+	case r.Next == nil && !config.ListContains(r.CleanupPolicy, "delete"):
 		return "to delete by age or size as well: " + alterHint(v.Topic, "cleanup.policy", "compact,delete")
 	case r.Next != nil && r.Next.Reason == "retention.ms":
 		return "to keep records longer, raise retention.ms: " + alterHint(v.Topic, "retention.ms", strconv.FormatInt(doubled(r.RetentionMs), 10))

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gregor-broker/gregor/internal/config"
 )
 
 // funcs are the console templates' helpers: number, byte, time and URL
@@ -212,14 +214,7 @@ func formatIDs(ids []int32) string {
 	return strings.Join(s, ", ")
 }
 
-func isCompact(policy string) bool {
-	for _, p := range strings.Split(policy, ",") {
-		if strings.TrimSpace(p) == "compact" {
-			return true
-		}
-	}
-	return false
-}
+func isCompact(policy string) bool { return config.ListContains(policy, "compact") }
 
 func plural(n int, one, many string) string {
 	if n == 1 {

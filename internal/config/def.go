@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,6 +98,12 @@ func splitList(raw string) []string {
 		parts[i] = strings.TrimFunc(p, isRegexSpace)
 	}
 	return parts
+}
+
+// ListContains reports whether the list value raw (e.g. a cleanup.policy of
+// "compact,delete"), split as Kafka splits it, holds item.
+func ListContains(raw, item string) bool {
+	return slices.Contains(splitList(raw), item)
 }
 
 func parseType(name string, t Type, raw string) (any, error) {
