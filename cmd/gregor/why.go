@@ -216,11 +216,8 @@ func fetchPartitionView(ctx context.Context, base, topic string, partition int32
 // gregorNotFound recognises the /v1 API's own 404 body,
 // {"error": "...", "code": "not_found"}, and returns its message.
 func gregorNotFound(body []byte) (string, bool) {
-	var e struct {
-		Error string `json:"error"`
-		Code  string `json:"code"`
-	}
-	if json.Unmarshal(body, &e) != nil || e.Code != "not_found" {
+	var e admin.APIError
+	if json.Unmarshal(body, &e) != nil || e.Code != admin.APICodeNotFound {
 		return "", false
 	}
 	return e.Error, true

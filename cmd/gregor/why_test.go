@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -272,29 +275,53 @@ func TestGroupDigitsAndRatio(t *testing.T) {
 	}
 }
 
-// adminServer serves views at Gregor's JSON route, 404 for other
-// partitions, and /v1/cluster like Gregor's API.
+// whySource is an admin.Source holding a few partition views: the real
+// /v1 API serves it, so why is tested against the routes and error bodies
+// the broker really sends.
+type whySource struct{ views []admin.PartitionView }
+
+func (s whySource) Cluster(context.Context) (admin.ClusterView, error) {
+	return admin.ClusterView{ClusterID: "test-cluster", NodeID: 1}, nil
+}
+
+func (s whySource) Topics(context.Context) ([]admin.TopicSummary, error) {
+	return []admin.TopicSummary{{Name: "t", Partitions: 2}}, nil
+}
+
+func (s whySource) Topic(_ context.Context, name string) (admin.TopicView, error) {
+	return admin.TopicView{}, fmt.Errorf("topic %q: %w", name, admin.ErrNotFound)
+}
+
+func (s whySource) Partition(_ context.Context, topic string, p int32) (admin.PartitionView, error) {
+	for _, v := range s.views {
+		if v.Topic == topic && v.Partition == p {
+			return v, nil
+		}
+	}
+	return admin.PartitionView{}, fmt.Errorf("topic %s has no partition %d: %w", topic, p, admin.ErrNotFound)
+}
+
+func (s whySource) Cleaner(ctx context.Context, topic string, p int32) (*cleaner.PartitionStatus, error) {
+	v, err := s.Partition(ctx, topic, p)
+	return v.Cleaner, err
+}
+
+func (s whySource) Groups(context.Context) ([]admin.GroupSummary, error) { return nil, nil }
+
+func (s whySource) Group(_ context.Context, id string) (admin.GroupView, error) {
+	return admin.GroupView{}, fmt.Errorf("group %q: %w", id, admin.ErrNotFound)
+}
+
+func (s whySource) Records(context.Context, admin.RecordQuery) (admin.RecordPage, error) {
+	return admin.RecordPage{}, admin.ErrNotFound
+}
+
+// adminServer serves views through Gregor's own /v1 JSON API.
 func adminServer(t *testing.T, views ...admin.PartitionView) *httptest.Server {
 	t.Helper()
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(admin.ClusterView{ClusterID: "test-cluster", NodeID: 1})
-	})
-	mux.HandleFunc("GET /v1/topics", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode([]admin.TopicSummary{{Name: "t", Partitions: 2}})
-	})
-	mux.HandleFunc("GET /v1/partitions/{topic}/{partition}", func(w http.ResponseWriter, r *http.Request) {
-		for _, v := range views {
-			if v.Topic == r.PathValue("topic") && r.PathValue("partition") == "0" {
-				w.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(w).Encode(v)
-				return
-			}
-		}
-		w.WriteHeader(http.StatusNotFound)
-		json.NewEncoder(w).Encode(map[string]string{"error": "topic t has no partition " + r.PathValue("partition") + ": not found", "code": "not_found"})
-	})
-	s := httptest.NewServer(mux)
+	a := admin.New(admin.Config{Logger: slog.New(slog.DiscardHandler)})
+	admin.RegisterAPI(a, whySource{views})
+	s := httptest.NewServer(a.Handler())
 	t.Cleanup(s.Close)
 	return s
 }

@@ -7,12 +7,12 @@ import (
 	"strconv"
 )
 
-// Error codes of the JSON API's error body, {"error": "...", "code": "..."}.
+// Error codes of the JSON API's error body (APIError).
 const (
-	apiCodeNotFound    = "not_found"
-	apiCodeBadRequest  = "bad_request"
-	apiCodeInternal    = "internal"
-	apiCodeUnavailable = "unavailable"
+	APICodeNotFound    = "not_found"
+	APICodeBadRequest  = "bad_request"
+	APICodeInternal    = "internal"
+	APICodeUnavailable = "unavailable"
 )
 
 // RegisterAPI adds the read-only JSON API under /v1/ over s (see doc.go for
@@ -54,7 +54,8 @@ func RegisterAPI(a *Admin, s Source) {
 
 type jsonAPI struct{ a *Admin }
 
-type apiError struct {
+// APIError is the JSON API's error body: {"error": "...", "code": "..."}.
+type APIError struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
 }
@@ -75,10 +76,10 @@ func (api *jsonAPI) handle(f func(context.Context, *http.Request) (any, error)) 
 
 func (api *jsonAPI) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, msg, retryAfter := errorStatus(err)
-	code := map[int]string{http.StatusBadRequest: apiCodeBadRequest, http.StatusNotFound: apiCodeNotFound,
-		http.StatusServiceUnavailable: apiCodeUnavailable}[status]
+	code := map[int]string{http.StatusBadRequest: APICodeBadRequest, http.StatusNotFound: APICodeNotFound,
+		http.StatusServiceUnavailable: APICodeUnavailable}[status]
 	if code == "" {
-		code = apiCodeInternal
+		code = APICodeInternal
 		if r.Context().Err() != nil {
 			api.a.log.Debug("admin API request ended by its client", "path", r.URL.Path, "err", err)
 		} else {
@@ -88,14 +89,14 @@ func (api *jsonAPI) writeError(w http.ResponseWriter, r *http.Request, err error
 	if retryAfter {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeAPIJSON(w, status, apiError{Error: msg, Code: code})
+	writeAPIJSON(w, status, APIError{Error: msg, Code: code})
 }
 
 func writeAPIJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		status = http.StatusInternalServerError
-		b, _ = json.Marshal(apiError{Error: "encoding the answer: " + err.Error(), Code: apiCodeInternal})
+		b, _ = json.Marshal(APIError{Error: "encoding the answer: " + err.Error(), Code: APICodeInternal})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
