@@ -88,6 +88,7 @@ func Open(o Options) (*Controller, error) {
 	if err := c.checkDirs(im); err != nil {
 		return nil, err
 	}
+	im.index()
 	c.image.Store(im)
 	return c, nil
 }
@@ -161,6 +162,7 @@ func (c *Controller) commit(next *Image, ch Change) error {
 	if err := c.persist(next); err != nil {
 		return err
 	}
+	next.index()
 	c.image.Store(next)
 	ch.Image = next
 	for _, f := range c.listeners {

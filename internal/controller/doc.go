@@ -19,7 +19,9 @@
 // internal whoever creates them, as in Kafka.
 //
 // Concurrency: mutations are serialised by mu; readers load the current
-// immutable *Image atomically. Listeners registered with OnChange are called
+// immutable *Image atomically. A mutation changes a clone and indexes it
+// (topics by id, for the requests that name topics by id) just before it is
+// published. Listeners registered with OnChange are called
 // synchronously, in order, after each change is durable, while mu is held, so
 // they see changes one at a time and must not call back into mutations.
 package controller

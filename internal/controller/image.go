@@ -61,13 +61,21 @@ type Image struct {
 	Epoch int64 `json:"epoch"`
 	// NextProducerIDBlock is the first producer id not yet handed out in a block.
 	NextProducerIDBlock int64 `json:"next_producer_id_block"`
+
+	// byID indexes Topics by id; built by index just before the image is
+	// published (images are not changed after that), nil on a clone.
+	byID map[TopicID]*Topic
 }
 
 // Topic returns the named topic or nil.
 func (im *Image) Topic(name string) *Topic { return im.Topics[name] }
 
-// TopicByID finds a topic by id.
+// TopicByID finds a topic by id: a map lookup on a published image (fetch
+// and produce v13 name topics by id on every request).
 func (im *Image) TopicByID(id TopicID) *Topic {
+	if im.byID != nil {
+		return im.byID[id]
+	}
 	for _, t := range im.Topics {
 		if t.ID == id {
 			return t
@@ -86,8 +94,17 @@ func (im *Image) TopicNames() []string {
 	return out
 }
 
+// index builds byID; called once per image, before it is published.
+func (im *Image) index() {
+	im.byID = make(map[TopicID]*Topic, len(im.Topics))
+	for _, t := range im.Topics {
+		im.byID[t.ID] = t
+	}
+}
+
 func (im *Image) clone() *Image {
 	c := *im
+	c.byID = nil
 	c.Topics = make(map[string]*Topic, len(im.Topics))
 	for k, v := range im.Topics {
 		t := *v
