@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Paired throughput/latency/CPU comparison of Gregor against franz-go's kfake
-# (with a DataDir) on loopback, alternating the two in one run.
+# (with a DataDir) on loopback, alternating them in one run.
 #
 #   scripts/bench-vs-kfake.sh [rounds]      (default 2 rounds)
 #
@@ -9,9 +9,18 @@
 # `gregor bench consume`, and reads the server's CPU seconds (utime+stime) and
 # peak RSS (VmHWM) from /proc. Output: one JSON line per run in $OUT
 # (default /tmp/gregor-bench.jsonl) and a table on stdout.
+#
+# Servers ($SERVERS, default all four, in this order every round):
+#   gregor          Gregor's defaults: acks are sent after fsync (gregor.ack.fsync=true)
+#   kfake           kfake with a DataDir: written to the page cache, never fsynced
+#   gregor-nofsync  Gregor with gregor.ack.fsync=false: Kafka's (and kfake's) durability
+#   kfake-sync      kfake with a DataDir and SyncWrites: fsync per batch, Gregor's durability
+# The ratios printed are gregor/kfake, and the two equal-durability pairs
+# gregor-nofsync/kfake and gregor/kfake-sync.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-2}"
+SERVERS="${SERVERS:-gregor kfake gregor-nofsync kfake-sync}"
 OUT="${OUT:-/tmp/gregor-bench.jsonl}"
 BIN="$(mktemp -d)"
 trap 'rm -rf "$BIN"' EXIT
@@ -24,12 +33,17 @@ rss() { awk '/VmHWM/{print $2}' "/proc/$1/status"; }
 
 start_server() { # name datadir -> prints pid; sets ADDR
   local name=$1 dir=$2
-  if [ "$name" = gregor ]; then
+  case "$name" in
+  gregor|gregor-nofsync)
+    local fsync=true
+    [ "$name" = gregor-nofsync ] && fsync=false
     "$BIN/gregor" serve --data-dir "$dir" --listen 127.0.0.1:39092 --admin-listen 127.0.0.1:39644 \
-      --log-format json --log-level warn >"$dir.log" 2>&1 &
-  else
-    "$BIN/kfake" -port 39092 -data "$dir" >"$dir.log" 2>&1 &
-  fi
+      --set gregor.ack.fsync=$fsync --log-format json --log-level warn >"$dir.log" 2>&1 &
+    ;;
+  kfake) "$BIN/kfake" -port 39092 -data "$dir" >"$dir.log" 2>&1 & ;;
+  kfake-sync) "$BIN/kfake" -port 39092 -data "$dir" -sync >"$dir.log" 2>&1 & ;;
+  *) echo "unknown server $name" >&2; exit 2 ;;
+  esac
   SERVER_PID=$!
   for _ in $(seq 100); do
     (exec 3<>/dev/tcp/127.0.0.1/39092) 2>/dev/null && return 0
@@ -64,7 +78,7 @@ PY
 }
 
 for round in $(seq "$ROUNDS"); do
-  for server in gregor kfake; do
+  for server in $SERVERS; do
     run "$server" "1KiB-1p"        1024 1 300000 0
     run "$server" "1KiB-8p"        1024 8 300000 0
     run "$server" "100B-1p"         100 1 1000000 0
@@ -79,15 +93,16 @@ agg=collections.defaultdict(list)
 for r in rows: agg[(r["workload"],r["server"])].append(r)
 def med(xs):
     xs=sorted(x for x in xs if x is not None); return xs[len(xs)//2] if xs else float('nan')
-print(f'{"workload":14} {"server":7} {"prod MiB/s":>10} {"MiB/CPU-s":>9} {"p50 ms":>7} {"p99 ms":>7} {"cons MiB/s":>10} {"RSS MiB":>8}')
+print(f'{"workload":14} {"server":14} {"prod MiB/s":>10} {"MiB/CPU-s":>9} {"p50 ms":>7} {"p99 ms":>7} {"cons MiB/s":>10} {"RSS MiB":>8}')
 for (w,s),rs in sorted(agg.items()):
-    print(f'{w:14} {s:7} {med([r["produce_mib_s"] for r in rs]):10.1f} {med([r["mib_per_cpu_s"] for r in rs]):9.1f} '
+    print(f'{w:14} {s:14} {med([r["produce_mib_s"] for r in rs]):10.1f} {med([r["mib_per_cpu_s"] for r in rs]):9.1f} '
           f'{med([r["p50_ms"] for r in rs]):7.2f} {med([r["p99_ms"] for r in rs]):7.2f} {med([r["consume_mib_s"] for r in rs]):10.1f} '
           f'{med([r["peak_rss_mib"] for r in rs]):8.1f}')
 print()
-for w in sorted({k[0] for k in agg}):
-    g,k=agg.get((w,"gregor")),agg.get((w,"kfake"))
-    if g and k:
-        print(f'{w:14} gregor/kfake produce {med([r["produce_mib_s"] for r in g])/med([r["produce_mib_s"] for r in k]):.2f}x'
-              f'  consume {med([r["consume_mib_s"] for r in g])/med([r["consume_mib_s"] for r in k]):.2f}x')
+for a,b in (("gregor","kfake"),("gregor-nofsync","kfake"),("gregor","kfake-sync")):
+    for w in sorted({k[0] for k in agg}):
+        g,k=agg.get((w,a)),agg.get((w,b))
+        if g and k:
+            print(f'{w:14} {a+"/"+b:26} produce {med([r["produce_mib_s"] for r in g])/med([r["produce_mib_s"] for r in k]):.2f}x'
+                  f'  consume {med([r["consume_mib_s"] for r in g])/med([r["consume_mib_s"] for r in k]):.2f}x')
 PY
