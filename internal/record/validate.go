@@ -202,29 +202,40 @@ func fastVarint(b []byte, p int) (int64, int, bool) {
 	return v, p + n, true
 }
 
-// recordError re-reads record i (at the start of b) with decodeRecord and
-// the full timestamp check, returning the error Kafka's validator would give
-// for it.
+// recordError re-reads record i (at the start of b) with checkRecord,
+// returning the error Kafka's validator would give for it.
 func (o *ProduceOptions) recordError(b []byte, h *Header, i int, checkTS bool) error {
+	if _, err := o.checkRecord(b, h, i, checkTS); err != nil {
+		return err
+	}
+	// skimRecord and checkRecord disagree: a bug, not the client's.
+	return fmt.Errorf("%w: record %d failed validation", ErrCorrupt, i)
+}
+
+// checkRecord decodes record i at the start of b and checks it the plain
+// way (decodeRecord, then offset delta, key and checkTimestamp), returning
+// the bytes after it. It words every record error; walkRecords' skim must
+// agree with it on every input (FuzzWalkRecords).
+func (o *ProduceOptions) checkRecord(b []byte, h *Header, i int, checkTS bool) ([]byte, error) {
 	var r Record
-	if _, err := decodeRecord(b, &r, false); err != nil {
-		return fmt.Errorf("record %d: %w", i, err)
+	rest, err := decodeRecord(b, &r, false)
+	if err != nil {
+		return nil, fmt.Errorf("record %d: %w", i, err)
 	}
 	if r.OffsetDelta != int32(i) {
-		return &RecordError{Index: i, Err: ErrInvalidRecord,
+		return nil, &RecordError{Index: i, Err: ErrInvalidRecord,
 			Msg: fmt.Sprintf("offset delta %d, expected %d", r.OffsetDelta, i)}
 	}
 	if o.RequireKeys && r.Key == nil {
-		return &RecordError{Index: i, Err: ErrInvalidRecord,
+		return nil, &RecordError{Index: i, Err: ErrInvalidRecord,
 			Msg: "compacted topic cannot accept a record without a key"}
 	}
 	if checkTS {
 		if err := o.checkTimestamp(i, h.BaseTimestamp+r.TimestampDelta); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	// skimRecord and decodeRecord disagree: a bug, not the client's.
-	return fmt.Errorf("%w: record %d failed validation", ErrCorrupt, i)
+	return rest, nil
 }
 
 func (o *ProduceOptions) maxOut() int {
