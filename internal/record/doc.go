@@ -10,6 +10,11 @@
 // bounded by a caller-supplied output cap: a length field is never trusted
 // to size an allocation.
 //
+// ValidateProduce walks a produced batch's records (Kafka's LogValidator
+// does) with a skim that decodes nothing into a Record; a record it refuses
+// is decoded again by checkRecord, which words the error. The two must agree
+// on every input: FuzzWalkRecords holds them to it.
+//
 // Batch layout (big-endian):
 //
 //	offset  size  field
