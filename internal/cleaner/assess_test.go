@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"testing"
 	"time"
 
@@ -217,26 +216,24 @@ func TestThrottlerSleepsOnTheClock(t *testing.T) {
 	clk.Advance(300 * time.Millisecond)
 	done := make(chan error, 1)
 	go func() { done <- th.maybeThrottle(context.Background(), 1000) }() // 1000 B in 0.3 s: 0.7 s more
-	var advanced time.Duration
-	for i := 0; ; i++ {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			if advanced < 700*time.Millisecond || advanced > 800*time.Millisecond {
-				t.Fatalf("woke after %v of clock time, want 0.7 s", advanced)
-			}
-			return
-		default:
+	for deadline := time.Now().Add(5 * time.Second); clk.Pending() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the throttler never waited on the clock")
 		}
-		if i > 1e6 {
-			t.Fatal("never woke")
+	}
+	clk.Advance(699 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("woke after 0.699 s of clock time (err %v), want 0.7 s", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
 		}
-		if i%100 == 0 {
-			clk.Advance(10 * time.Millisecond)
-			advanced += 10 * time.Millisecond
-		}
-		runtime.Gosched()
+	case <-time.After(5 * time.Second):
+		t.Fatal("never woke after 0.7 s of clock time")
 	}
 }

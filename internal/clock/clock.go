@@ -50,6 +50,14 @@ func (c *Fake) AfterFunc(d time.Duration, f func()) Timer {
 	return t
 }
 
+// Pending is the number of timers waiting to fire, so a test can advance
+// the clock only once the code under test is waiting on it.
+func (c *Fake) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
 // Advance moves the clock forward by d, running every timer that comes due,
 // each synchronously and in order of its deadline.
 func (c *Fake) Advance(d time.Duration) {
