@@ -21,7 +21,7 @@ func TestIdempotentProducerAcrossDeleteRecords(t *testing.T) {
 	b := brokertest.Start(t, nil)
 	adm := b.AdminClient()
 	const topic = "idempotent"
-	createTopic(t, adm, topic, 1, map[string]string{"internal.segment.bytes": "200"})
+	brokertest.CreateTopic(t, adm, topic, 1, map[string]string{"internal.segment.bytes": "200"})
 	cl := b.Client(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	send := func(from, n int) {
 		t.Helper()

@@ -20,7 +20,7 @@ import (
 // must not hold max_records × megabytes (one record is always returned).
 func TestAPIRecordsPageBoundsDecodedBytes(t *testing.T) {
 	b := brokertest.Start(t, nil)
-	createTopic(t, b.AdminClient(), "big", 1, nil)
+	brokertest.CreateTopic(t, b.AdminClient(), "big", 1, nil)
 	const valueBytes = 1 << 20
 	value := bytes.Repeat([]byte{'z'}, valueBytes)
 	// The client's own limit is on uncompressed bytes; the broker's
@@ -52,7 +52,7 @@ func TestAPIRecordsPageBoundsDecodedBytes(t *testing.T) {
 // that fills up in the middle of a batch goes on from the next record.
 func TestAPIRecordsBatches(t *testing.T) {
 	b := brokertest.Start(t, nil)
-	createTopic(t, b.AdminClient(), "codecs", 1, nil)
+	brokertest.CreateTopic(t, b.AdminClient(), "codecs", 1, nil)
 	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(),
 		kgo.Lz4Compression(), kgo.ZstdCompression()}
 	names := []string{"none", "gzip", "snappy", "lz4", "zstd"}

@@ -69,21 +69,6 @@ func mustGet(t *testing.T, b *brokertest.Broker, path string, v any) string {
 	return string(data)
 }
 
-func createTopic(t *testing.T, adm *kadm.Client, name string, parts int32, configs map[string]string) {
-	t.Helper()
-	cfg := map[string]*string{}
-	for k, v := range configs {
-		cfg[k] = &v
-	}
-	resp, err := adm.CreateTopic(ctxFor(t, 10*time.Second), parts, 1, cfg, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create %s: %v", name, err)
-	}
-}
-
 func produce(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
 	t.Helper()
 	if err := cl.ProduceSync(ctxFor(t, 30*time.Second), recs...).FirstErr(); err != nil {
@@ -105,7 +90,7 @@ func newAPIFixture(t *testing.T) *apiFixture {
 	t.Helper()
 	b := brokertest.Start(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
 	f := &apiFixture{b: b, adm: b.AdminClient(), ts0: time.Now().Add(-2*time.Hour).UnixMilli() / 1000 * 1000}
-	createTopic(t, f.adm, "orders", 2, map[string]string{"internal.segment.bytes": "1024", "retention.ms": strconv.FormatInt(3*hourMs, 10)})
+	brokertest.CreateTopic(t, f.adm, "orders", 2, map[string]string{"internal.segment.bytes": "1024", "retention.ms": strconv.FormatInt(3*hourMs, 10)})
 	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("orders"))
 	for i := range 60 {
 		r := &kgo.Record{Partition: 0, Key: []byte(fmt.Sprintf("k-%02d", i)), Value: []byte(fmt.Sprintf("value %d", i)),
@@ -423,7 +408,7 @@ func TestAPIRecords(t *testing.T) {
 
 func TestAPIErrorsOnBroker(t *testing.T) {
 	b := brokertest.Start(t, nil)
-	createTopic(t, b.AdminClient(), "t", 1, nil)
+	brokertest.CreateTopic(t, b.AdminClient(), "t", 1, nil)
 	for _, tc := range []struct {
 		path   string
 		status int
@@ -469,7 +454,7 @@ func TestAPIErrorsOnBroker(t *testing.T) {
 
 func TestAPICompactedPartition(t *testing.T) {
 	b := brokertest.Start(t, map[string]string{"log.cleaner.backoff.ms": "20"})
-	createTopic(t, b.AdminClient(), "changelog", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "1024"})
+	brokertest.CreateTopic(t, b.AdminClient(), "changelog", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "1024"})
 	cl := b.Client(kgo.DefaultProduceTopic("changelog"))
 	for i := range 60 {
 		produce(t, cl, &kgo.Record{Key: []byte(fmt.Sprint(i % 3)), Value: []byte(strings.Repeat("v", 40))})

@@ -85,21 +85,6 @@ func waitCleaned(t *testing.T, b *brokertest.Broker, topic string, p int32) clea
 	return st
 }
 
-func createTopic(t *testing.T, adm *kadm.Client, name string, parts int32, configs map[string]string) {
-	t.Helper()
-	cfg := map[string]*string{}
-	for k, v := range configs {
-		cfg[k] = &v
-	}
-	resp, err := adm.CreateTopic(ctxFor(t, 10*time.Second), parts, 1, cfg, name)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create %s: %v", name, err)
-	}
-}
-
 // produce writes records and waits for every acknowledgement.
 func produce(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
 	t.Helper()
@@ -219,7 +204,7 @@ func TestCompactedTopicKeepsTheLatestRecordPerKey(t *testing.T) {
 	updates := 100_000
 	b := brokertest.Start(t, fastCleaner)
 	adm := b.AdminClient()
-	createTopic(t, adm, "changelog", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "65536"})
+	brokertest.CreateTopic(t, adm, "changelog", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "65536"})
 	cl := b.Client(kgo.DefaultProduceTopic("changelog"), kgo.ProducerBatchCompression(kgo.Lz4Compression()))
 	rng := rand.New(rand.NewPCG(4, 2))
 	latest := map[string]string{}
@@ -279,7 +264,7 @@ func TestCompactedTopicKeepsTheLatestRecordPerKey(t *testing.T) {
 func TestTombstonesDisappearAfterDeleteRetention(t *testing.T) {
 	b := brokertest.Start(t, fastCleaner)
 	adm := b.AdminClient()
-	createTopic(t, adm, "deletes", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "16384",
+	brokertest.CreateTopic(t, adm, "deletes", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "16384",
 		"delete.retention.ms": "1500"})
 	cl := b.Client(kgo.DefaultProduceTopic("deletes"))
 	var recs []*kgo.Record
@@ -321,7 +306,7 @@ func TestTombstonesDisappearAfterDeleteRetention(t *testing.T) {
 func TestDedupeBufferTooSmallForTheKeys(t *testing.T) {
 	b := brokertest.Start(t, map[string]string{"log.cleaner.backoff.ms": "20", "log.cleaner.dedupe.buffer.size": fmt.Sprint(200 * 24)})
 	adm := b.AdminClient()
-	createTopic(t, adm, "many-keys", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "32768"})
+	brokertest.CreateTopic(t, adm, "many-keys", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "32768"})
 	cl := b.Client(kgo.DefaultProduceTopic("many-keys"))
 	var recs []*kgo.Record
 	for i := 0; i < 10_000; i++ {
@@ -345,7 +330,7 @@ func TestCorruptSegmentMakesOnlyItsPartitionUncleanable(t *testing.T) {
 	dir := t.TempDir()
 	off := map[string]string{"log.cleaner.enable": "false"}
 	b := brokertest.StartIn(t, dir, off)
-	createTopic(t, b.AdminClient(), "fragile", 2, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "16384"})
+	brokertest.CreateTopic(t, b.AdminClient(), "fragile", 2, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "16384"})
 	cl := b.Client(kgo.DefaultProduceTopic("fragile"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	var recs []*kgo.Record
 	for i := 0; i < 4000; i++ {
@@ -392,7 +377,7 @@ func TestCorruptSegmentMakesOnlyItsPartitionUncleanable(t *testing.T) {
 func TestSwitchingCleanupPolicy(t *testing.T) {
 	b := brokertest.Start(t, fastCleaner)
 	adm := b.AdminClient()
-	createTopic(t, adm, "switch", 1, map[string]string{"cleanup.policy": "delete", "internal.segment.bytes": "16384"})
+	brokertest.CreateTopic(t, adm, "switch", 1, map[string]string{"cleanup.policy": "delete", "internal.segment.bytes": "16384"})
 	cl := b.Client(kgo.DefaultProduceTopic("switch"))
 	var recs []*kgo.Record
 	for i := 0; i < 3000; i++ {
@@ -443,7 +428,7 @@ func TestConsumerOffsetsStayBounded(t *testing.T) {
 	dir := t.TempDir()
 	b := brokertest.StartIn(t, dir, fastCleaner)
 	adm := b.AdminClient()
-	createTopic(t, adm, "orders", 10, nil)
+	brokertest.CreateTopic(t, adm, "orders", 10, nil)
 	const group = "billing"
 	commit := func(n int) {
 		offs := kadm.Offsets{}

@@ -165,19 +165,9 @@ func waitSplit(t *testing.T, n int, ms ...*member) {
 	t.Fatalf("partitions never split across %d members: %s", len(ms), desc)
 }
 
-func createTopic(t *testing.T, b *brokertest.Broker, topic string, partitions int32) {
-	t.Helper()
-	adm := b.AdminClient()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := adm.CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestThreeConsumersShareTwelvePartitions(t *testing.T) {
 	b := brokertest.Start(t, brokerProps())
-	createTopic(t, b, "orders", 12)
+	brokertest.CreateTopic(t, b.AdminClient(), "orders", 12, nil)
 	a := newMember(t, b, "a", "g1", "orders")
 	bb := newMember(t, b, "b", "g1", "orders")
 	c := newMember(t, b, "c", "g1", "orders")
@@ -237,7 +227,7 @@ func runChildConsumer(addr, grp, topic string) {
 
 func TestKilledConsumerLosesPartitionsAfterSessionTimeout(t *testing.T) {
 	b := brokertest.Start(t, brokerProps())
-	createTopic(t, b, "jobs", 12)
+	brokertest.CreateTopic(t, b.AdminClient(), "jobs", 12, nil)
 	a := newMember(t, b, "a", "g2", "jobs")
 	bb := newMember(t, b, "b", "g2", "jobs")
 	waitSplit(t, 12, a, bb)
@@ -289,7 +279,7 @@ func TestKilledConsumerLosesPartitionsAfterSessionTimeout(t *testing.T) {
 
 func TestEagerRangeBalancer(t *testing.T) {
 	b := brokertest.Start(t, brokerProps())
-	createTopic(t, b, "eager", 12)
+	brokertest.CreateTopic(t, b.AdminClient(), "eager", 12, nil)
 	opt := kgo.Balancers(kgo.RangeBalancer())
 	a := newMember(t, b, "a", "g3", "eager", opt)
 	bb := newMember(t, b, "b", "g3", "eager", opt)
@@ -301,7 +291,7 @@ func TestEagerRangeBalancer(t *testing.T) {
 
 func TestStaticConsumerRejoinsWithoutRebalance(t *testing.T) {
 	b := brokertest.Start(t, brokerProps())
-	createTopic(t, b, "static", 12)
+	brokertest.CreateTopic(t, b.AdminClient(), "static", 12, nil)
 	// The dynamic member leads: a leader (kgo) rejoins by itself when it
 	// notices topics it did not assign, which is a rebalance by design.
 	d := newMember(t, b, "d", "g4", "static")
@@ -327,7 +317,7 @@ func TestStaticConsumerRejoinsWithoutRebalance(t *testing.T) {
 func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 	props := brokerProps()
 	b := brokertest.Start(t, props)
-	createTopic(t, b, "durable", 3)
+	brokertest.CreateTopic(t, b.AdminClient(), "durable", 3, nil)
 	cl := b.Client(kgo.DefaultProduceTopic("durable"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -391,7 +381,7 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 
 func TestLag(t *testing.T) {
 	b := brokertest.Start(t, brokerProps())
-	createTopic(t, b, "lagging", 2)
+	brokertest.CreateTopic(t, b.AdminClient(), "lagging", 2, nil)
 	cl := b.Client(kgo.DefaultProduceTopic("lagging"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -428,8 +418,8 @@ func TestLag(t *testing.T) {
 
 func TestDeleteGroupsAndOffsetDelete(t *testing.T) {
 	b := brokertest.Start(t, brokerProps())
-	createTopic(t, b, "del", 4)
-	createTopic(t, b, "other", 1)
+	brokertest.CreateTopic(t, b.AdminClient(), "del", 4, nil)
+	brokertest.CreateTopic(t, b.AdminClient(), "other", 1, nil)
 	m := newMember(t, b, "m", "g8", "del")
 	waitSplit(t, 4, m)
 	adm := b.AdminClient()

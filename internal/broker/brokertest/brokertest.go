@@ -109,3 +109,22 @@ func (b *Broker) Client(opts ...kgo.Opt) *kgo.Client {
 func (b *Broker) AdminClient(opts ...kgo.Opt) *kadm.Client {
 	return kadm.NewClient(b.Client(opts...))
 }
+
+// CreateTopic creates a topic with replication factor 1 and the given
+// config overrides, failing the test on a request or topic error.
+func CreateTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, configs map[string]string) {
+	t.Helper()
+	cfg := map[string]*string{}
+	for k, v := range configs {
+		cfg[k] = &v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := adm.CreateTopic(ctx, partitions, 1, cfg, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", name, err)
+	}
+}
