@@ -177,18 +177,29 @@ func checkOffsetIndexModes(t *rapid.T, fs *vfs.MemFS) {
 	check(&y, "reopened")
 
 	cut := rapid.Int64Range(lo, hi+2).Draw(t, "truncate to")
+	truncateThenTrim(t, &y, &y.index, m, cut, true, func(what string) { check(&y, what) })
+}
+
+// truncateThenTrim truncates an index reopened from file to cut (and the
+// model with it, by key or by value), which brings it back into memory, then
+// trims it, calling check after each step.
+func truncateThenTrim(t *rapid.T, y interface {
+	truncateTo(int64) error
+	trim() error
+}, ix *index, m *indexModel, cut int64, byKey bool, check func(what string)) {
+	t.Helper()
 	if err := y.truncateTo(cut); err != nil {
 		t.Fatal(err)
 	}
-	m.cut(cut, true)
-	if !y.inMemory || y.entries() != len(m.keys) {
-		t.Fatalf("after truncateTo(%d): in memory %v with %d entries, want %d", cut, y.inMemory, y.entries(), len(m.keys))
+	m.cut(cut, byKey)
+	if !ix.inMemory || ix.entries() != len(m.keys) {
+		t.Fatalf("after truncateTo(%d): in memory %v with %d entries, want %d", cut, ix.inMemory, ix.entries(), len(m.keys))
 	}
-	check(&y, "truncated")
+	check("truncated")
 	if err := y.trim(); err != nil {
 		t.Fatal(err)
 	}
-	check(&y, "truncated and trimmed")
+	check("truncated and trimmed")
 }
 
 func lastOr(m *indexModel, def int64) int64 {
@@ -254,18 +265,7 @@ func checkTimeIndexModes(t *rapid.T, fs *vfs.MemFS) {
 		vhi = m.vals[len(m.vals)-1]
 	}
 	cut := m.base + rapid.Int64Range(vlo, vhi+2).Draw(t, "truncate to")
-	if err := y.truncateTo(cut); err != nil {
-		t.Fatal(err)
-	}
-	m.cut(cut, false)
-	if !y.inMemory || y.entries() != len(m.keys) {
-		t.Fatalf("after truncateTo(%d): in memory %v with %d entries, want %d", cut, y.inMemory, y.entries(), len(m.keys))
-	}
-	check(&y, "truncated")
-	if err := y.trim(); err != nil {
-		t.Fatal(err)
-	}
-	check(&y, "truncated and trimmed")
+	truncateThenTrim(t, &y, &y.index, m, cut, false, func(what string) { check(&y, what) })
 }
 
 // assertOnFile checks that a trimmed index keeps nothing of its entries on
