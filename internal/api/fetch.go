@@ -94,7 +94,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 	parts := make([]fetchPart, len(reqParts))
 	var hosted []*replica.Partition
 	// A session's partitions come topic by topic: resolve each topic once,
-	// not once per partition (a topic id lookup walks the metadata image).
+	// not once per partition (a name check or id lookup, the image load).
 	var topic replica.SessionKey
 	var topicName string
 	var topicErr error
