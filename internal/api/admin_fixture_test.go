@@ -14,7 +14,7 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
 	"github.com/gregor-broker/gregor/internal/log"
-	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // adminAPI is a real broker plus kadm and raw-request helpers for the tests
@@ -87,7 +87,7 @@ func (a *adminAPI) create(name string, partitions int32, configs map[string]*str
 
 func (a *adminAPI) log(topic string, partition int32) *log.Log {
 	a.t.Helper()
-	p, ok := a.b.Replicas().Get(logmgr.TopicPartition{Topic: topic, Partition: partition})
+	p, ok := a.b.Replicas().Get(topicpart.TopicPartition{Topic: topic, Partition: partition})
 	if !ok {
 		a.t.Fatalf("%s-%d is not hosted", topic, partition)
 	}

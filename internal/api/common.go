@@ -4,15 +4,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/internal/controller"
-	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // partition finds a hosted partition; a missing topic or partition is
 // UNKNOWN_TOPIC_OR_PARTITION.
 func (h *Handler) partition(topic string, p int32) (*replica.Partition, error) {
-	part, ok := h.d.Replicas.Get(logmgr.TopicPartition{Topic: topic, Partition: p})
+	part, ok := h.d.Replicas.Get(topicpart.TopicPartition{Topic: topic, Partition: p})
 	if !ok {
 		return nil, kerr.UnknownTopicOrPartition
 	}

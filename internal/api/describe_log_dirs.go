@@ -3,13 +3,13 @@ package api
 import (
 	"context"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // DescribeLogDirs, versions 1-4 (Kafka 4.2; v0 was removed in Kafka 4.0).
@@ -31,16 +31,16 @@ func init() { register(kmsg.DescribeLogDirs.Int16(), 1, 4, handleDescribeLogDirs
 func handleDescribeLogDirs(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	var want map[logmgr.TopicPartition]bool
+	var want map[topicpart.TopicPartition]bool
 	if req.Topics != nil {
-		want = map[logmgr.TopicPartition]bool{}
+		want = map[topicpart.TopicPartition]bool{}
 		for _, t := range req.Topics {
 			for _, p := range t.Partitions {
-				want[logmgr.TopicPartition{Topic: t.Topic, Partition: p}] = true
+				want[topicpart.TopicPartition{Topic: t.Topic, Partition: p}] = true
 			}
 		}
 	}
-	byDir := map[string][]logmgr.TopicPartition{}
+	byDir := map[string][]topicpart.TopicPartition{}
 	for tp := range h.d.Logs.All() {
 		if want == nil || want[tp] {
 			dir := h.d.Logs.DirOf(tp)
@@ -58,7 +58,7 @@ func handleDescribeLogDirs(_ context.Context, h *Handler, r *server.Request) (km
 	return resp, nil
 }
 
-func (h *Handler) describeLogDir(dir string, tps []logmgr.TopicPartition) kmsg.DescribeLogDirsResponseDir {
+func (h *Handler) describeLogDir(dir string, tps []topicpart.TopicPartition) kmsg.DescribeLogDirsResponseDir {
 	d := kmsg.NewDescribeLogDirsResponseDir()
 	d.Dir = dir
 	if abs, err := filepath.Abs(dir); err == nil {
@@ -71,12 +71,7 @@ func (h *Handler) describeLogDir(dir string, tps []logmgr.TopicPartition) kmsg.D
 		return d
 	}
 	d.TotalBytes, d.UsableBytes = total, usable
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
+	slices.SortFunc(tps, topicpart.Compare)
 	for _, tp := range tps {
 		l := h.d.Logs.Get(tp)
 		if l == nil {

@@ -13,8 +13,8 @@ import (
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/log"
-	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // logAPI is a real broker plus helpers for the log-facing APIs' tests
@@ -64,7 +64,7 @@ func (f *logAPI) topicID(name string) [16]byte {
 
 func (f *logAPI) log(topic string, partition int32) *log.Log {
 	f.t.Helper()
-	p, ok := f.b.Replicas().Get(logmgr.TopicPartition{Topic: topic, Partition: partition})
+	p, ok := f.b.Replicas().Get(topicpart.TopicPartition{Topic: topic, Partition: partition})
 	if !ok {
 		f.t.Fatalf("%s-%d is not hosted", topic, partition)
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/log"
-	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // Produce, versions 3-13 (Kafka 4.2; v0-v2 were removed in Kafka 4.0).
@@ -132,7 +132,7 @@ func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition i
 			return nil, fmt.Errorf("%w: transactions are not supported yet", kerr.TransactionalIDAuthorizationFailed)
 		}
 	}
-	pend, err := h.d.Replicas.AppendNoWait(logmgr.TopicPartition{Topic: topic, Partition: partition}, records, req.Acks, log.OriginClient)
+	pend, err := h.d.Replicas.AppendNoWait(topicpart.TopicPartition{Topic: topic, Partition: partition}, records, req.Acks, log.OriginClient)
 	if err != nil {
 		sp.LogStartOffset = p.Log.LogStartOffset()
 		return nil, err

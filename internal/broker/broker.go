@@ -25,6 +25,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -324,7 +325,7 @@ func (b *Broker) topicConfig(t *controller.Topic) config.Topic {
 	return tc
 }
 
-func (b *Broker) partitionExists(tp logmgr.TopicPartition) bool {
+func (b *Broker) partitionExists(tp topicpart.TopicPartition) bool {
 	t := b.ctrl.Image().Topic(tp.Topic)
 	return t != nil && tp.Partition < t.Partitions
 }
@@ -334,7 +335,7 @@ func (b *Broker) hostTopic(t *controller.Topic, from int32) error {
 	tc := b.topicConfig(t)
 	lc := LogConfig(tc, b.Config())
 	for p := from; p < t.Partitions; p++ {
-		if _, err := b.replicas.Host(logmgr.TopicPartition{Topic: t.Name, Partition: p}, t.ID, lc, tc.MinInsyncReplicas); err != nil {
+		if _, err := b.replicas.Host(topicpart.TopicPartition{Topic: t.Name, Partition: p}, t.ID, lc, tc.MinInsyncReplicas); err != nil {
 			return fmt.Errorf("host %s-%d: %w", t.Name, p, err)
 		}
 	}
@@ -345,7 +346,7 @@ func (b *Broker) reconfigureTopic(t *controller.Topic) {
 	tc := b.topicConfig(t)
 	lc := LogConfig(tc, b.Config())
 	for p := int32(0); p < t.Partitions; p++ {
-		if part, ok := b.replicas.Get(logmgr.TopicPartition{Topic: t.Name, Partition: p}); ok {
+		if part, ok := b.replicas.Get(topicpart.TopicPartition{Topic: t.Name, Partition: p}); ok {
 			part.Log.SetConfig(lc)
 			part.SetMinISR(tc.MinInsyncReplicas)
 		}
@@ -378,7 +379,7 @@ func (b *Broker) onMetadataChange(ch controller.Change) {
 		}
 	case ch.Deleted != nil:
 		for p := int32(0); p < ch.Deleted.Partitions; p++ {
-			tp := logmgr.TopicPartition{Topic: ch.Deleted.Name, Partition: p}
+			tp := topicpart.TopicPartition{Topic: ch.Deleted.Name, Partition: p}
 			if err := b.replicas.Drop(tp); err != nil {
 				b.logger.Error("deleting partition log failed", "partition", tp, "err", err)
 			}

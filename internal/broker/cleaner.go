@@ -7,6 +7,7 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/cleaner"
 	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // cleanerLogs adapts the log manager to what the cleaner needs.
@@ -16,27 +17,25 @@ func (c cleanerLogs) Partitions() []cleaner.Partition {
 	all := c.m.All()
 	out := make([]cleaner.Partition, 0, len(all))
 	for tp, l := range all {
-		out = append(out, cleaner.Partition{TopicPartition: cleaner.TopicPartition{Topic: tp.Topic, Partition: tp.Partition},
-			Dir: c.m.DirOf(tp), Log: l})
+		out = append(out, cleaner.Partition{TopicPartition: tp, Dir: c.m.DirOf(tp), Log: l})
 	}
 	return out
 }
 
-func (c cleanerLogs) Partition(tp cleaner.TopicPartition) (cleaner.Partition, bool) {
-	ltp := logmgr.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-	l := c.m.Get(ltp)
+func (c cleanerLogs) Partition(tp topicpart.TopicPartition) (cleaner.Partition, bool) {
+	l := c.m.Get(tp)
 	if l == nil {
 		return cleaner.Partition{}, false
 	}
-	return cleaner.Partition{TopicPartition: tp, Dir: c.m.DirOf(ltp), Log: l}, true
+	return cleaner.Partition{TopicPartition: tp, Dir: c.m.DirOf(tp), Log: l}, true
 }
 
-func (c cleanerLogs) CleanerOffset(tp cleaner.TopicPartition) (int64, bool) {
-	return c.m.CleanerOffset(logmgr.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+func (c cleanerLogs) CleanerOffset(tp topicpart.TopicPartition) (int64, bool) {
+	return c.m.CleanerOffset(tp)
 }
 
-func (c cleanerLogs) SetCleanerOffset(tp cleaner.TopicPartition, offset int64) error {
-	return c.m.SetCleanerOffset(logmgr.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, offset)
+func (c cleanerLogs) SetCleanerOffset(tp topicpart.TopicPartition, offset int64) error {
+	return c.m.SetCleanerOffset(tp, offset)
 }
 
 // startCleaner builds the log cleaner over the log manager, serves its

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
-	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // An idempotent producer keeps producing across a DeleteRecords up to the
@@ -49,7 +49,7 @@ func TestIdempotentProducerAcrossDeleteRecords(t *testing.T) {
 	if d, ok := resp.Lookup(topic, 0); !ok || d.Err != nil || d.LowWatermark != 21 {
 		t.Fatalf("DeleteRecords to 21: %+v", d)
 	}
-	l := b.Logs().Get(logmgr.TopicPartition{Topic: topic, Partition: 0})
+	l := b.Logs().Get(topicpart.TopicPartition{Topic: topic, Partition: 0})
 	snap, err := l.Snapshot()
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,8 @@ import (
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
-	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // source is the broker's admin.Source: the JSON API and the web console read
@@ -63,8 +63,8 @@ type hostedPartition struct {
 	minISR int32
 }
 
-func (h *hostedPartition) tp() logmgr.TopicPartition {
-	return logmgr.TopicPartition{Topic: h.topic.Name, Partition: h.index}
+func (h *hostedPartition) tp() topicpart.TopicPartition {
+	return topicpart.TopicPartition{Topic: h.topic.Name, Partition: h.index}
 }
 
 func (h *hostedPartition) size() int64 {
@@ -258,7 +258,7 @@ func (s *source) cleanerStatus(h *hostedPartition) *cleaner.PartitionStatus {
 	if h.part == nil || s.b.cleaner == nil {
 		return nil
 	}
-	st, ok := s.b.cleaner.Status(cleaner.TopicPartition{Topic: h.topic.Name, Partition: h.index})
+	st, ok := s.b.cleaner.Status(topicpart.TopicPartition{Topic: h.topic.Name, Partition: h.index})
 	if !ok || !st.Compacted && st.LastRun == nil && st.Uncleanable == nil {
 		return nil
 	}
@@ -383,7 +383,7 @@ func (s *source) committed(ctx context.Context, id string) ([]admin.GroupOffset,
 			}
 			o := admin.GroupOffset{Group: id, Topic: t.Topic, Partition: p.Partition, Committed: p.Offset,
 				LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, HW: -1}
-			if part, ok := s.b.replicas.Get(logmgr.TopicPartition{Topic: t.Topic, Partition: p.Partition}); ok {
+			if part, ok := s.b.replicas.Get(topicpart.TopicPartition{Topic: t.Topic, Partition: p.Partition}); ok {
 				o.HW = part.Log.HighWatermark()
 				o.Lag = o.HW - o.Committed
 			}

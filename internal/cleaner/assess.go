@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // This file is the cleaner's decision logic: which part of a log may be
@@ -285,8 +287,7 @@ func nextEligible(s LogState, a *Assessment, nowMs int64) int64 {
 
 // Candidate is one log's assessment, named for selection.
 type Candidate struct {
-	Topic      string
-	Partition  int32
+	topicpart.TopicPartition
 	Assessment Assessment
 	// Excluded: being cleaned or uncleanable; it counts for nothing, not
 	// even the dirtiest ratio (as in Kafka).
@@ -320,10 +321,7 @@ func better(a, b Candidate) bool {
 	if a.Assessment.DirtyRatio != b.Assessment.DirtyRatio {
 		return a.Assessment.DirtyRatio > b.Assessment.DirtyRatio
 	}
-	if a.Topic != b.Topic {
-		return a.Topic < b.Topic
-	}
-	return a.Partition < b.Partition
+	return topicpart.Compare(a.TopicPartition, b.TopicPartition) < 0
 }
 
 // groupSegments is Kafka's groupSegmentsBySize: consecutive segments are

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 const now = int64(1_000_000_000)
@@ -114,7 +115,7 @@ func TestMaxCompactionDelay(t *testing.T) {
 
 func TestFilthiestPicksHighestRatioDeterministically(t *testing.T) {
 	c := func(topic string, p int32, ratio float64, eligible bool) Candidate {
-		return Candidate{Topic: topic, Partition: p, Assessment: Assessment{DirtyRatio: ratio, Eligible: eligible}}
+		return Candidate{TopicPartition: topicpart.TopicPartition{Topic: topic, Partition: p}, Assessment: Assessment{DirtyRatio: ratio, Eligible: eligible}}
 	}
 	cands := []Candidate{c("b", 0, 0.6, true), c("a", 1, 0.9, false), c("a", 2, 0.7, true), c("a", 0, 0.7, true)}
 	i, dirtiest := Filthiest(cands)

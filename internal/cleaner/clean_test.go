@@ -11,6 +11,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -190,7 +191,7 @@ func TestTombstonesStayUntilTheirDeleteHorizon(t *testing.T) {
 	defer l.Close()
 	logs = newFakeLogs()
 	logs.add("t", 0, l)
-	logs.points[TopicPartition{"t", 0}] = l.LogEndOffset()
+	logs.points[topicpart.TopicPartition{Topic: "t", Partition: 0}] = l.LogEndOffset()
 	tc = newTestCleaner(t, logs, clk, 1<<20)
 	if !batchHasHorizon(t, l, recs[len(recs)-1].Offset, horizon) {
 		t.Fatal("delete horizon lost on reopen")
@@ -387,7 +388,7 @@ func TestPanicWhileCleaningIsRecovered(t *testing.T) {
 	logs := newFakeLogs()
 	logs.add("t", 0, l)
 	tc := newTestCleaner(t, logs, clk, 1<<20)
-	tc.testHook = func(TopicPartition) { panic("boom") }
+	tc.testHook = func(topicpart.TopicPartition) { panic("boom") }
 	tc.roundNow()
 	st := tc.status(t, "t", 0)
 	if st.Uncleanable == nil || !strings.Contains(st.Uncleanable.Error, "panic") {

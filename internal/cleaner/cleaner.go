@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,19 +15,12 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
-
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
 // Partition is one hosted partition log.
 type Partition struct {
-	TopicPartition
+	topicpart.TopicPartition
 	Dir string // the log dir holding it
 	Log *log.Log
 }
@@ -39,11 +32,11 @@ type Logs interface {
 	// Partition is one hosted partition log; ok is false when tp is not
 	// hosted. (Status looks partitions up one at a time: a compaction board
 	// over n partitions must not cost n listings.)
-	Partition(tp TopicPartition) (Partition, bool)
+	Partition(tp topicpart.TopicPartition) (Partition, bool)
 	// CleanerOffset is tp's cleaner point from cleaner-offset-checkpoint.
-	CleanerOffset(tp TopicPartition) (int64, bool)
+	CleanerOffset(tp topicpart.TopicPartition) (int64, bool)
 	// SetCleanerOffset records tp's cleaner point durably.
-	SetCleanerOffset(tp TopicPartition, offset int64) error
+	SetCleanerOffset(tp topicpart.TopicPartition, offset int64) error
 }
 
 // Config is the broker's log.cleaner.* configuration. It is read again at
@@ -98,7 +91,7 @@ type Cleaner struct {
 
 	mu struct {
 		sync.Mutex
-		parts map[TopicPartition]*partState
+		parts map[topicpart.TopicPartition]*partState
 		// gauges, as of the last round
 		dirtiestRatio        float64
 		lastRoundMs          int64
@@ -110,7 +103,7 @@ type Cleaner struct {
 	wg        sync.WaitGroup
 	dead      atomic.Int32 // workers that ended while the cleaner ran
 	recovered atomic.Int64 // panics caught
-	testHook  func(TopicPartition)
+	testHook  func(topicpart.TopicPartition)
 }
 
 // partState is what the cleaner remembers of one partition.
@@ -135,7 +128,7 @@ func New(o Options) *Cleaner {
 		o.Logger = slog.Default()
 	}
 	c := &Cleaner{o: o}
-	c.mu.parts = make(map[TopicPartition]*partState)
+	c.mu.parts = make(map[topicpart.TopicPartition]*partState)
 	c.mu.lastRoundMs = o.Clock.Now().UnixMilli()
 	c.throttle = newThrottler(o.Clock, func() float64 { return c.o.Config().IOMaxBytesPerSecond })
 	return c
@@ -284,12 +277,7 @@ func (c *Cleaner) round(ctx context.Context, w *worker) bool {
 	now := c.o.Clock.Now()
 	nowMs := now.UnixMilli()
 	parts := c.o.Logs.Partitions()
-	sort.Slice(parts, func(i, j int) bool {
-		if parts[i].Topic != parts[j].Topic {
-			return parts[i].Topic < parts[j].Topic
-		}
-		return parts[i].Partition < parts[j].Partition
-	})
+	slices.SortFunc(parts, func(a, b Partition) int { return topicpart.Compare(a.TopicPartition, b.TopicPartition) })
 	var views []view
 	var cands []Candidate
 	for _, p := range parts {
@@ -298,7 +286,7 @@ func (c *Cleaner) round(ctx context.Context, w *worker) bool {
 			continue
 		}
 		views = append(views, v)
-		cands = append(cands, Candidate{Topic: p.Topic, Partition: p.Partition, Assessment: v.a})
+		cands = append(cands, Candidate{TopicPartition: p.TopicPartition, Assessment: v.a})
 	}
 	c.mu.Lock()
 	c.pruneLocked(parts)
@@ -326,7 +314,7 @@ func (c *Cleaner) round(ctx context.Context, w *worker) bool {
 
 // pruneLocked forgets partitions no longer hosted.
 func (c *Cleaner) pruneLocked(parts []Partition) {
-	hosted := make(map[TopicPartition]bool, len(parts))
+	hosted := make(map[topicpart.TopicPartition]bool, len(parts))
 	for _, p := range parts {
 		hosted[p.TopicPartition] = true
 	}
@@ -337,7 +325,7 @@ func (c *Cleaner) pruneLocked(parts []Partition) {
 	}
 }
 
-func (c *Cleaner) stateLocked(tp TopicPartition) *partState {
+func (c *Cleaner) stateLocked(tp topicpart.TopicPartition) *partState {
 	ps := c.mu.parts[tp]
 	if ps == nil {
 		ps = &partState{}

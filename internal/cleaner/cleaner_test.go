@@ -16,6 +16,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -49,11 +50,11 @@ func TestWorkersCleanInTheBackground(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for p := int32(0); p < 3; p++ {
 		for {
-			if st, _ := c.Status(TopicPartition{"t", p}); st.Runs > 0 && st.DirtyBytes == 0 && !st.InProgress {
+			if st, _ := c.Status(topicpart.TopicPartition{Topic: "t", Partition: p}); st.Runs > 0 && st.DirtyBytes == 0 && !st.InProgress {
 				break
 			}
 			if time.Now().After(deadline) {
-				st, _ := c.Status(TopicPartition{"t", p})
+				st, _ := c.Status(topicpart.TopicPartition{Topic: "t", Partition: p})
 				t.Fatalf("partition %d not cleaned: %+v", p, st)
 			}
 			time.Sleep(time.Millisecond)
@@ -62,7 +63,7 @@ func TestWorkersCleanInTheBackground(t *testing.T) {
 			t.Fatalf("partition %d holds %d records", p, n)
 		}
 	}
-	if st, _ := c.Status(TopicPartition{"t", 3}); st.Compacted || st.Runs != 0 || len(readAll(t, ls[3])) != 200 {
+	if st, _ := c.Status(topicpart.TopicPartition{Topic: "t", Partition: 3}); st.Compacted || st.Runs != 0 || len(readAll(t, ls[3])) != 200 {
 		t.Fatalf("a delete-only log was touched: %+v", st)
 	}
 	if got := gauges(t, c)["kafka_log_logcleaner_deadthreadcount"]; got != 0 {
@@ -89,7 +90,7 @@ func TestDisabledCleanerRunsNothingButExplains(t *testing.T) {
 	}})
 	c.Start()
 	defer c.Stop()
-	st, _ := c.Status(TopicPartition{"t", 0})
+	st, _ := c.Status(topicpart.TopicPartition{Topic: "t", Partition: 0})
 	if c.Running() || st.CleanerEnabled || st.Eligible || !strings.Contains(st.Why, "log.cleaner.enable=false") || st.DirtyRatio != 1 {
 		t.Fatalf("status: %+v", st)
 	}
@@ -130,7 +131,7 @@ func TestStatusJSONAndMetrics(t *testing.T) {
 		logs.add("t", p, l)
 	}
 	tc := newTestCleaner(t, logs, clk, 1<<20)
-	tc.testHook = func(tp TopicPartition) {
+	tc.testHook = func(tp topicpart.TopicPartition) {
 		if tp.Partition == 1 {
 			panic("partition 1 cannot be cleaned")
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -68,7 +69,7 @@ func crashCleanConfig(delay int64) log.Config {
 // with what it holds before and after one round of cleaning.
 type crashFixture struct {
 	img      *vfs.MemFS // durable state before the round
-	points   map[TopicPartition]int64
+	points   map[topicpart.TopicPartition]int64
 	old, new []readRec
 	bases    []int64 // base offsets of the segments after the round
 	leo      int64

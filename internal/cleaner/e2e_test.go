@@ -19,8 +19,8 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
 	"github.com/gregor-broker/gregor/internal/cleaner"
-	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // End-to-end: the real broker on loopback, driven by franz-go.
@@ -140,7 +140,7 @@ func consumeAll(t *testing.T, b *brokertest.Broker, topic string, p int32) []*kg
 // high watermark, reading the log directly.
 func recordsFrom(t *testing.T, b *brokertest.Broker, topic string, p int32, offset int64) int {
 	t.Helper()
-	l := b.Logs().Get(logmgr.TopicPartition{Topic: topic, Partition: p})
+	l := b.Logs().Get(topicpart.TopicPartition{Topic: topic, Partition: p})
 	n := 0
 	for off := max(offset, l.LogStartOffset()); off < l.HighWatermark(); {
 		buf, err := l.Read(nil, off, 1<<20, l.HighWatermark(), true)
@@ -189,7 +189,7 @@ func partitionSize(t *testing.T, b *brokertest.Broker, topic string, p int32) in
 
 func roll(t *testing.T, b *brokertest.Broker, topic string, p int32) {
 	t.Helper()
-	if err := b.Logs().Get(logmgr.TopicPartition{Topic: topic, Partition: p}).Roll(); err != nil {
+	if err := b.Logs().Get(topicpart.TopicPartition{Topic: topic, Partition: p}).Roll(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -31,16 +32,16 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 type fakeLogs struct {
 	mu     sync.Mutex
 	parts  []Partition
-	points map[TopicPartition]int64
+	points map[topicpart.TopicPartition]int64
 	setErr error
 }
 
-func newFakeLogs() *fakeLogs { return &fakeLogs{points: map[TopicPartition]int64{}} }
+func newFakeLogs() *fakeLogs { return &fakeLogs{points: map[topicpart.TopicPartition]int64{}} }
 
 func (f *fakeLogs) add(topic string, p int32, l *log.Log) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.parts = append(f.parts, Partition{TopicPartition: TopicPartition{topic, p}, Dir: "/data", Log: l})
+	f.parts = append(f.parts, Partition{TopicPartition: topicpart.TopicPartition{Topic: topic, Partition: p}, Dir: "/data", Log: l})
 }
 
 func (f *fakeLogs) Partitions() []Partition {
@@ -49,7 +50,7 @@ func (f *fakeLogs) Partitions() []Partition {
 	return append([]Partition(nil), f.parts...)
 }
 
-func (f *fakeLogs) Partition(tp TopicPartition) (Partition, bool) {
+func (f *fakeLogs) Partition(tp topicpart.TopicPartition) (Partition, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, p := range f.parts {
@@ -60,14 +61,14 @@ func (f *fakeLogs) Partition(tp TopicPartition) (Partition, bool) {
 	return Partition{}, false
 }
 
-func (f *fakeLogs) CleanerOffset(tp TopicPartition) (int64, bool) {
+func (f *fakeLogs) CleanerOffset(tp topicpart.TopicPartition) (int64, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o, ok := f.points[tp]
 	return o, ok
 }
 
-func (f *fakeLogs) SetCleanerOffset(tp TopicPartition, off int64) error {
+func (f *fakeLogs) SetCleanerOffset(tp topicpart.TopicPartition, off int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.setErr != nil {
@@ -238,7 +239,7 @@ func (tc *testCleaner) cleanUntilIdle(t tb) int {
 
 func (tc *testCleaner) status(t tb, topic string, p int32) PartitionStatus {
 	t.Helper()
-	s, ok := tc.Status(TopicPartition{topic, p})
+	s, ok := tc.Status(topicpart.TopicPartition{Topic: topic, Partition: p})
 	if !ok {
 		t.Fatalf("no status for %s-%d", topic, p)
 	}

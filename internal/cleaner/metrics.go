@@ -3,6 +3,7 @@ package cleaner
 import (
 	"sort"
 
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -52,7 +53,7 @@ func (m *collector) Collect(ch chan<- prometheus.Metric) {
 	dirs := map[string]bool{}
 	uncleanable := map[string]*[2]float64{}
 	parts := c.o.Logs.Partitions()
-	dirOf := make(map[TopicPartition]Partition, len(parts))
+	dirOf := make(map[topicpart.TopicPartition]Partition, len(parts))
 	for _, p := range parts {
 		dirs[p.Dir] = true
 		dirOf[p.TopicPartition] = p

@@ -13,6 +13,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -101,7 +102,7 @@ func (mr *modelRun) open(t *rapid.T, fs *vfs.MemFS, clean bool) {
 	}
 	l.SetHighWatermark(l.LogEndOffset())
 	mr.l = l
-	points := map[TopicPartition]int64{}
+	points := map[topicpart.TopicPartition]int64{}
 	if mr.logs != nil {
 		points = mr.logs.points
 	}

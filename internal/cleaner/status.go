@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // PartitionStatus is everything the cleaner can say about one partition:
@@ -61,7 +63,7 @@ type UncleanableStatus struct {
 }
 
 // Status reports on tp; ok is false when the partition is not hosted.
-func (c *Cleaner) Status(tp TopicPartition) (PartitionStatus, bool) {
+func (c *Cleaner) Status(tp topicpart.TopicPartition) (PartitionStatus, bool) {
 	p, ok := c.o.Logs.Partition(tp)
 	if !ok {
 		return PartitionStatus{}, false
@@ -125,7 +127,7 @@ func (c *Cleaner) Handler() http.Handler {
 			http.Error(w, "partition must be a non-negative integer", http.StatusBadRequest)
 			return
 		}
-		st, ok := c.Status(TopicPartition{Topic: r.PathValue("topic"), Partition: int32(p)})
+		st, ok := c.Status(topicpart.TopicPartition{Topic: r.PathValue("topic"), Partition: int32(p)})
 		if !ok {
 			http.Error(w, "partition not hosted on this broker", http.StatusNotFound)
 			return

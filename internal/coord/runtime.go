@@ -13,9 +13,9 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
-	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // Record is one record of a coordinator partition. A nil Value is a
@@ -68,8 +68,8 @@ type Op[S Shard] func(s S, now time.Time, w Waiter, out *Output)
 
 // Partitions is what the runtime needs from the replica manager.
 type Partitions interface {
-	Get(tp logmgr.TopicPartition) (*replica.Partition, bool)
-	Append(ctx context.Context, tp logmgr.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error)
+	Get(tp topicpart.TopicPartition) (*replica.Partition, bool)
+	Append(ctx context.Context, tp topicpart.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error)
 }
 
 // Options configure a Runtime.
@@ -136,7 +136,7 @@ func (r *Runtime[S]) Load(partition int32) {
 	ow := &owner[S]{
 		rt:        r,
 		partition: partition,
-		tp:        logmgr.TopicPartition{Topic: r.o.Topic, Partition: partition},
+		tp:        topicpart.TopicPartition{Topic: r.o.Topic, Partition: partition},
 		ops:       make(chan *pendingOp[S], maxOpsPerRound),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -235,7 +235,7 @@ type pendingOp[S Shard] struct {
 type owner[S Shard] struct {
 	rt        *Runtime[S]
 	partition int32
-	tp        logmgr.TopicPartition
+	tp        topicpart.TopicPartition
 	ops       chan *pendingOp[S]
 	stop      chan struct{}
 	done      chan struct{}

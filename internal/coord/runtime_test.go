@@ -17,6 +17,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -83,7 +84,7 @@ func newEnv(t *testing.T, codec record.Codec) *env {
 	e.logs = logs
 	e.reps = replica.New(logs, true, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	for p := range int32(2) {
-		if _, err := e.reps.Host(logmgr.TopicPartition{Topic: "__kv", Partition: p}, [16]byte{1}, cfg, 1); err != nil {
+		if _, err := e.reps.Host(topicpart.TopicPartition{Topic: "__kv", Partition: p}, [16]byte{1}, cfg, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +100,7 @@ func (e *env) newRuntime() *Runtime[*kvShard] {
 }
 
 func (e *env) log(p int32) *log.Log {
-	part, _ := e.reps.Get(logmgr.TopicPartition{Topic: "__kv", Partition: p})
+	part, _ := e.reps.Get(topicpart.TopicPartition{Topic: "__kv", Partition: p})
 	return part.Log
 }
 

@@ -3,10 +3,11 @@ package logmgr
 import (
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // CleanerCheckpoint is the per-log-dir file holding each compacted
@@ -20,13 +21,13 @@ const CleanerCheckpoint = "cleaner-offset-checkpoint"
 type cleanerPoints struct {
 	mu     sync.Mutex
 	loaded bool
-	points map[TopicPartition]int64
+	points map[topicpart.TopicPartition]int64
 }
 
-func (m *Manager) cleanerPointsLocked() map[TopicPartition]int64 {
+func (m *Manager) cleanerPointsLocked() map[topicpart.TopicPartition]int64 {
 	c := &m.cleaner
 	if !c.loaded {
-		c.points = make(map[TopicPartition]int64)
+		c.points = make(map[topicpart.TopicPartition]int64)
 		for _, d := range m.o.Dirs {
 			for tp, off := range m.readCheckpoint(d, CleanerCheckpoint) {
 				c.points[tp] = off
@@ -39,7 +40,7 @@ func (m *Manager) cleanerPointsLocked() map[TopicPartition]int64 {
 
 // CleanerOffset is tp's cleaner point from cleaner-offset-checkpoint; ok is
 // false when the partition has none (it has never been cleaned).
-func (m *Manager) CleanerOffset(tp TopicPartition) (int64, bool) {
+func (m *Manager) CleanerOffset(tp topicpart.TopicPartition) (int64, bool) {
 	m.cleaner.mu.Lock()
 	defer m.cleaner.mu.Unlock()
 	off, ok := m.cleanerPointsLocked()[tp]
@@ -48,7 +49,7 @@ func (m *Manager) CleanerOffset(tp TopicPartition) (int64, bool) {
 
 // SetCleanerOffset records tp's cleaner point, or forgets it when offset is
 // negative, and rewrites the checkpoint file of tp's log dir atomically.
-func (m *Manager) SetCleanerOffset(tp TopicPartition, offset int64) error {
+func (m *Manager) SetCleanerOffset(tp topicpart.TopicPartition, offset int64) error {
 	m.cleaner.mu.Lock()
 	defer m.cleaner.mu.Unlock()
 	points := m.cleanerPointsLocked()
@@ -65,7 +66,7 @@ func (m *Manager) SetCleanerOffset(tp TopicPartition, offset int64) error {
 }
 
 // forgetCleanerOffset drops a deleted partition's cleaner point.
-func (m *Manager) forgetCleanerOffset(tp TopicPartition, dir string) error {
+func (m *Manager) forgetCleanerOffset(tp topicpart.TopicPartition, dir string) error {
 	m.cleaner.mu.Lock()
 	defer m.cleaner.mu.Unlock()
 	points := m.cleanerPointsLocked()
@@ -79,18 +80,13 @@ func (m *Manager) forgetCleanerOffset(tp TopicPartition, dir string) error {
 // writeCleanerCheckpointLocked writes dir's file with the points of the
 // partitions dir holds. m.cleaner.mu is held.
 func (m *Manager) writeCleanerCheckpointLocked(dir string) error {
-	var tps []TopicPartition
+	var tps []topicpart.TopicPartition
 	for tp := range m.cleaner.points {
 		if d := m.DirOf(tp); d == dir {
 			tps = append(tps, tp)
 		}
 	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
+	slices.SortFunc(tps, topicpart.Compare)
 	lines := make([]string, len(tps))
 	for i, tp := range tps {
 		lines[i] = fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, m.cleaner.points[tp])

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -24,27 +25,6 @@ const (
 	CleanShutdownFile       = ".kafka_cleanshutdown"
 	checkpointVersion       = 0
 )
-
-// TopicPartition names a partition.
-type TopicPartition struct {
-	Topic     string
-	Partition int32
-}
-
-func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
-
-// ParseDirName splits a partition directory name "topic-partition".
-func ParseDirName(name string) (TopicPartition, bool) {
-	i := strings.LastIndexByte(name, '-')
-	if i <= 0 || i == len(name)-1 {
-		return TopicPartition{}, false
-	}
-	p, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || p < 0 {
-		return TopicPartition{}, false
-	}
-	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
-}
 
 // Options configure a Manager.
 type Options struct {
@@ -58,7 +38,7 @@ type Options struct {
 	// Keep reports whether a partition found on disk still exists; logs it
 	// rejects are deleted at load (a topic deleted while the broker was down).
 	// Nil keeps everything.
-	Keep                   func(tp TopicPartition) bool
+	Keep                   func(tp topicpart.TopicPartition) bool
 	RecoveryThreadsPerDir  int           // num.recovery.threads.per.data.dir
 	RetentionCheckInterval time.Duration // log.retention.check.interval.ms
 	FlushCheckInterval     time.Duration // log.flush.scheduler.interval.ms (capped to 1s for flush.ms checks)
@@ -73,14 +53,14 @@ type Options struct {
 type Manager struct {
 	o      Options
 	mu     sync.RWMutex
-	logs   map[TopicPartition]*log.Log
-	dirOf  map[TopicPartition]string
+	logs   map[topicpart.TopicPartition]*log.Log
+	dirOf  map[topicpart.TopicPartition]string
 	ckMu   sync.Mutex
 	timers []clock.Timer
 	stopMu sync.Mutex
 	closed bool
 	// RetentionHook, if set, is told about each retention deletion (metrics).
-	RetentionHook func(tp TopicPartition, r log.RetentionResult)
+	RetentionHook func(tp topicpart.TopicPartition, r log.RetentionResult)
 	cleaner       cleanerPoints // cleaner-offset-checkpoint (cleanercheckpoint.go)
 }
 
@@ -95,7 +75,7 @@ func Open(o Options) (*Manager, error) {
 	if o.RecoveryThreadsPerDir <= 0 {
 		o.RecoveryThreadsPerDir = 1
 	}
-	m := &Manager{o: o, logs: make(map[TopicPartition]*log.Log), dirOf: make(map[TopicPartition]string)}
+	m := &Manager{o: o, logs: make(map[topicpart.TopicPartition]*log.Log), dirOf: make(map[topicpart.TopicPartition]string)}
 	var wg sync.WaitGroup
 	errs := make([]error, len(o.Dirs))
 	for i, dir := range o.Dirs {
@@ -117,7 +97,7 @@ func Open(o Options) (*Manager, error) {
 	return m, nil
 }
 
-type offsets map[TopicPartition]int64
+type offsets map[topicpart.TopicPartition]int64
 
 func (m *Manager) readCheckpoint(dir, name string) offsets {
 	out := offsets{}
@@ -135,7 +115,7 @@ func (m *Manager) readCheckpoint(dir, name string) offsets {
 		p, err1 := strconv.ParseInt(f[1], 10, 32)
 		off, err2 := strconv.ParseInt(f[2], 10, 64)
 		if err1 == nil && err2 == nil {
-			out[TopicPartition{f[0], int32(p)}] = off
+			out[topicpart.TopicPartition{Topic: f[0], Partition: int32(p)}] = off
 		}
 	}
 	return out
@@ -168,12 +148,12 @@ func (m *Manager) loadDir(dir string) error {
 		return err
 	}
 	type job struct {
-		tp   TopicPartition
+		tp   topicpart.TopicPartition
 		path string
 	}
 	var jobs []job
 	for _, n := range names {
-		tp, ok := ParseDirName(n)
+		tp, ok := topicpart.ParseDirName(n)
 		if !ok {
 			continue
 		}
@@ -232,17 +212,17 @@ func (m *Manager) loadDir(dir string) error {
 }
 
 // Get returns the log of tp, or nil.
-func (m *Manager) Get(tp TopicPartition) *log.Log {
+func (m *Manager) Get(tp topicpart.TopicPartition) *log.Log {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.logs[tp]
 }
 
 // All returns a snapshot of the partition → log map.
-func (m *Manager) All() map[TopicPartition]*log.Log {
+func (m *Manager) All() map[topicpart.TopicPartition]*log.Log {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := make(map[TopicPartition]*log.Log, len(m.logs))
+	out := make(map[topicpart.TopicPartition]*log.Log, len(m.logs))
 	for k, v := range m.logs {
 		out[k] = v
 	}
@@ -250,7 +230,7 @@ func (m *Manager) All() map[TopicPartition]*log.Log {
 }
 
 // DirOf returns the log dir holding tp.
-func (m *Manager) DirOf(tp TopicPartition) string {
+func (m *Manager) DirOf(tp topicpart.TopicPartition) string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.dirOf[tp]
@@ -264,7 +244,7 @@ func (m *Manager) Dirs() []string { return m.o.Dirs }
 
 // GetOrCreate returns tp's log, creating it in the log dir holding the fewest
 // partitions (Kafka's placement rule).
-func (m *Manager) GetOrCreate(tp TopicPartition, cfg log.Config) (*log.Log, error) {
+func (m *Manager) GetOrCreate(tp topicpart.TopicPartition, cfg log.Config) (*log.Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l := m.logs[tp]; l != nil {
@@ -294,7 +274,7 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg log.Config) (*log.Log, erro
 }
 
 // Delete removes tp's log and its files.
-func (m *Manager) Delete(tp TopicPartition) error {
+func (m *Manager) Delete(tp topicpart.TopicPartition) error {
 	m.mu.Lock()
 	l := m.logs[tp]
 	dir := m.dirOf[tp]
@@ -328,16 +308,11 @@ func (m *Manager) checkpoint(name string, get func(*log.Log) int64) error {
 	defer m.ckMu.Unlock()
 	byDir := make(map[string][]string, len(m.o.Dirs))
 	m.mu.RLock()
-	tps := make([]TopicPartition, 0, len(m.logs))
+	tps := make([]topicpart.TopicPartition, 0, len(m.logs))
 	for tp := range m.logs {
 		tps = append(tps, tp)
 	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
+	slices.SortFunc(tps, topicpart.Compare)
 	for _, tp := range tps {
 		d := m.dirOf[tp]
 		byDir[d] = append(byDir[d], fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, get(m.logs[tp])))

@@ -7,6 +7,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -42,7 +43,7 @@ func TestLoadCheckpointRetention(t *testing.T) {
 	fs := vfs.NewMem()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	m := open(t, fs, clk)
-	tps := []TopicPartition{{"a", 0}, {"a", 1}, {"b-x", 0}, {"c", 3}}
+	tps := []topicpart.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b-x", Partition: 0}, {Topic: "c", Partition: 3}}
 	for _, tp := range tps {
 		l, err := m.GetOrCreate(tp, testConfig(tp.Topic))
 		if err != nil {
@@ -100,19 +101,6 @@ func TestLoadCheckpointRetention(t *testing.T) {
 	}
 }
 
-func TestParseDirName(t *testing.T) {
-	for in, want := range map[string]TopicPartition{"a-0": {"a", 0}, "my-topic-12": {"my-topic", 12}} {
-		if got, ok := ParseDirName(in); !ok || got != want {
-			t.Fatalf("%s: %v", in, got)
-		}
-	}
-	for _, bad := range []string{"a", "a-", "-1", "a-x", "a-0.abc-delete"} {
-		if _, ok := ParseDirName(bad); ok {
-			t.Fatalf("%s parsed", bad)
-		}
-	}
-}
-
 // The producer expiration job runs every producer.id.expiration.check.interval.ms
 // on the clock: a producer idle for producer.id.expiration.ms is forgotten at
 // the first check after that, not before, even though retention deleted its
@@ -133,7 +121,7 @@ func TestProducerExpirationJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	tp := TopicPartition{"p", 0}
+	tp := topicpart.TopicPartition{Topic: "p", Partition: 0}
 	l, err := m.GetOrCreate(tp, cfg(tp.Topic))
 	if err != nil {
 		t.Fatal(err)

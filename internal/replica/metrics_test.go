@@ -14,6 +14,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -70,7 +71,7 @@ func TestTopicMetricsCounts(t *testing.T) {
 	cfg.MaxMessageBytes = 1000
 	m := newTestManager(t, cfg)
 	tm := m.TopicMetrics()
-	tp := logmgr.TopicPartition{Topic: "t", Partition: 0}
+	tp := topicpart.TopicPartition{Topic: "t", Partition: 0}
 	if _, err := m.Host(tp, [16]byte{1}, cfg, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestTopicMetricsCounts(t *testing.T) {
 func TestReplicaStateMinISR(t *testing.T) {
 	cfg := log.DefaultConfig()
 	m := newTestManager(t, cfg)
-	tp := logmgr.TopicPartition{Topic: "t", Partition: 0}
+	tp := topicpart.TopicPartition{Topic: "t", Partition: 0}
 	p, err := m.Host(tp, [16]byte{1}, cfg, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +140,7 @@ func TestReplicaStateMinISR(t *testing.T) {
 // the request path: a topic lookup and two counter adds.
 func BenchmarkTopicStatsProduce(b *testing.B) {
 	m := newTestManager(b, log.DefaultConfig())
-	if _, err := m.Host(logmgr.TopicPartition{Topic: "bench", Partition: 0}, [16]byte{1}, log.DefaultConfig(), 1); err != nil {
+	if _, err := m.Host(topicpart.TopicPartition{Topic: "bench", Partition: 0}, [16]byte{1}, log.DefaultConfig(), 1); err != nil {
 		b.Fatal(err)
 	}
 	tm := m.TopicMetrics()

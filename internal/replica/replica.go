@@ -18,11 +18,12 @@ import (
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // Partition is a hosted partition.
 type Partition struct {
-	TP          logmgr.TopicPartition
+	TP          topicpart.TopicPartition
 	Log         *log.Log
 	TopicID     [16]byte
 	LeaderEpoch int32
@@ -117,7 +118,7 @@ type Manager struct {
 	logger   *slog.Logger
 
 	mu    sync.RWMutex
-	parts map[logmgr.TopicPartition]*Partition
+	parts map[topicpart.TopicPartition]*Partition
 
 	closing atomic.Bool
 
@@ -142,7 +143,7 @@ func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Manager{logs: logs, ackFsync: ackFsync, logger: logger, parts: make(map[logmgr.TopicPartition]*Partition),
+	return &Manager{logs: logs, ackFsync: ackFsync, logger: logger, parts: make(map[topicpart.TopicPartition]*Partition),
 		metrics: newTopicMetrics(), flushTime: newFlushHistogram()}
 }
 
@@ -150,7 +151,7 @@ func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
 func (m *Manager) AckFsync() bool { return m.ackFsync }
 
 // Host makes tp a hosted partition, creating its log if needed.
-func (m *Manager) Host(tp logmgr.TopicPartition, topicID [16]byte, cfg log.Config, minISR int32) (*Partition, error) {
+func (m *Manager) Host(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Config, minISR int32) (*Partition, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.parts[tp]; p != nil {
@@ -176,7 +177,7 @@ func (m *Manager) Host(tp logmgr.TopicPartition, topicID [16]byte, cfg log.Confi
 }
 
 // Drop stops hosting tp and deletes its log.
-func (m *Manager) Drop(tp logmgr.TopicPartition) error {
+func (m *Manager) Drop(tp topicpart.TopicPartition) error {
 	m.mu.Lock()
 	p := m.parts[tp]
 	delete(m.parts, tp)
@@ -191,7 +192,7 @@ func (m *Manager) Drop(tp logmgr.TopicPartition) error {
 }
 
 // Get returns a hosted partition.
-func (m *Manager) Get(tp logmgr.TopicPartition) (*Partition, bool) {
+func (m *Manager) Get(tp topicpart.TopicPartition) (*Partition, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	p, ok := m.parts[tp]
@@ -224,7 +225,7 @@ func (m *Manager) advanceHW(p *Partition) {
 // Append writes a client batch to tp and waits for the acknowledgement acks
 // asks for. The error is a Kafka error (kerr) or one from record/log for the
 // caller's error table.
-func (m *Manager) Append(ctx context.Context, tp logmgr.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error) {
+func (m *Manager) Append(ctx context.Context, tp topicpart.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error) {
 	pend, err := m.AppendNoWait(tp, batch, acks, origin)
 	if err != nil {
 		return pend.Result, err
@@ -252,7 +253,7 @@ type pendingSync struct {
 // AppendNoWait writes a batch without waiting for durability; pass the
 // Pending values of one request to Await, which waits for all of them at
 // once (one group-committed fsync per partition, partitions in parallel).
-func (m *Manager) AppendNoWait(tp logmgr.TopicPartition, batch []byte, acks int16, origin log.Origin) (Pending, error) {
+func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks int16, origin log.Origin) (Pending, error) {
 	p, ok := m.Get(tp)
 	if !ok {
 		return Pending{}, kerr.UnknownTopicOrPartition
