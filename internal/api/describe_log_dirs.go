@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 
@@ -64,13 +65,17 @@ func (h *Handler) describeLogDir(dir string, tps []topicpart.TopicPartition) kms
 	if abs, err := filepath.Abs(dir); err == nil {
 		d.Dir = abs
 	}
-	total, usable, err := volumeBytes(d.Dir)
-	if err != nil {
+	u, err := h.d.Logs.FS().DiskUsage(d.Dir)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		d.TotalBytes, d.UsableBytes = -1, -1 // the protocol's "not provided"
+	case err != nil:
 		h.d.Logger.Warn("cannot read the volume of a log dir", "dir", d.Dir, "err", err)
 		d.ErrorCode = kerr.KafkaStorageError.Code
 		return d
+	default:
+		d.TotalBytes, d.UsableBytes = u.Total, u.Usable
 	}
-	d.TotalBytes, d.UsableBytes = total, usable
 	slices.SortFunc(tps, topicpart.Compare)
 	for _, tp := range tps {
 		l := h.d.Logs.Get(tp)

@@ -10,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/controller"
-	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
@@ -33,7 +32,7 @@ func (f *logAPI) deleteRecords(topic string, partition int32, offset int64) kmsg
 // log-start-offset-checkpoint file (-1 when absent).
 func (f *logAPI) checkpointedLogStart(topic string, partition int32) int64 {
 	f.t.Helper()
-	lines, err := log.ReadCheckpoint(vfs.Default, filepath.Join(f.b.Dir, logmgr.LogStartCheckpoint), 0)
+	lines, err := vfs.ReadCheckpoint(vfs.Default, filepath.Join(f.b.Dir, logmgr.LogStartCheckpoint), 0)
 	if err != nil {
 		f.t.Fatal(err)
 	}

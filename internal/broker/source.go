@@ -136,10 +136,10 @@ func (s *source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 	all := b.logs.All()
 	for _, dir := range b.logs.Dirs() {
 		d := admin.LogDirView{Path: dir}
-		if total, free, err := diskUsage(dir); err != nil {
+		if u, err := b.logs.FS().DiskUsage(dir); err != nil {
 			d.Error = err.Error()
 		} else {
-			d.TotalBytes, d.FreeBytes = total, free
+			d.TotalBytes, d.FreeBytes = u.Total, u.Usable
 		}
 		for tp, l := range all {
 			if b.logs.DirOf(tp) == dir {

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -63,7 +62,7 @@ func Open(o Options) (*Controller, error) {
 		o.Logger = slog.Default()
 	}
 	c := &Controller{o: o, path: filepath.Join(o.LogDirs[0], MetadataFile)}
-	data, err := log.ReadFile(o.FS, c.path)
+	data, err := vfs.ReadFile(o.FS, c.path)
 	var im *Image
 	switch {
 	case err == nil:
@@ -101,7 +100,7 @@ func (c *Controller) formatDirs(im *Image) error {
 		}
 		body := fmt.Sprintf("#\n#Written by gregor\ncluster.id=%s\ndirectory.id=%s\nnode.id=%d\nversion=1\n",
 			im.ClusterID, NewTopicID().String(), im.NodeID)
-		if err := log.WriteFileAtomic(c.o.FS, filepath.Join(d, "meta.properties"), []byte(body)); err != nil {
+		if err := vfs.WriteFileAtomic(c.o.FS, filepath.Join(d, "meta.properties"), []byte(body)); err != nil {
 			return err
 		}
 	}
@@ -112,7 +111,7 @@ func (c *Controller) formatDirs(im *Image) error {
 // formatting dirs added to log.dirs later.
 func (c *Controller) checkDirs(im *Image) error {
 	for _, d := range c.o.LogDirs {
-		data, err := log.ReadFile(c.o.FS, filepath.Join(d, "meta.properties"))
+		data, err := vfs.ReadFile(c.o.FS, filepath.Join(d, "meta.properties"))
 		if vfs.IsNotExist(err) {
 			if err := c.formatDirs(&Image{ClusterID: im.ClusterID, NodeID: im.NodeID}); err != nil {
 				return err
@@ -143,7 +142,7 @@ func (c *Controller) persist(im *Image) error {
 	if err != nil {
 		return err
 	}
-	return log.WriteFileAtomic(c.o.FS, c.path, data)
+	return vfs.WriteFileAtomic(c.o.FS, c.path, data)
 }
 
 // Image returns the current metadata.

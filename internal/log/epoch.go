@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -31,9 +32,12 @@ type epochCache struct {
 
 func loadEpochCache(fs vfs.FS, dir string) (*epochCache, error) {
 	c := &epochCache{fs: fs, path: filepath.Join(dir, LeaderEpochCheckpointFile)}
-	lines, err := ReadCheckpoint(fs, c.path, 0)
+	lines, err := vfs.ReadCheckpoint(fs, c.path, 0)
 	if vfs.IsNotExist(err) {
 		return c, nil
+	}
+	if errors.Is(err, vfs.ErrCorruptCheckpoint) {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptSegment, err)
 	}
 	if err != nil {
 		return nil, err
@@ -57,7 +61,7 @@ func (c *epochCache) flushLocked() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return WriteCheckpoint(c.fs, c.path, 0, lines)
+	return vfs.WriteCheckpoint(c.fs, c.path, 0, lines)
 }
 
 // assign records that epoch starts at offset, if it is newer than the latest

@@ -416,7 +416,7 @@ func (l *Log) rollLocked(base int64, now int64) (*segment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteFileAtomic(l.fs, snapshotPath(l.dir, base), l.producers.encodeSnapshot()); err != nil {
+	if err := vfs.WriteFileAtomic(l.fs, snapshotPath(l.dir, base), l.producers.encodeSnapshot()); err != nil {
 		seg.close()
 		return nil, err
 	}
@@ -697,7 +697,7 @@ func (l *Log) Close() error {
 	keep(act.timeIndex.trim())
 	keep(act.index.file.Sync())
 	keep(act.timeIndex.file.Sync())
-	keep(WriteFileAtomic(l.fs, snapshotPath(l.dir, l.leo.Load()), l.producers.encodeSnapshot()))
+	keep(vfs.WriteFileAtomic(l.fs, snapshotPath(l.dir, l.leo.Load()), l.producers.encodeSnapshot()))
 	for _, s := range l.segments() {
 		keep(s.close())
 	}

@@ -286,7 +286,7 @@ func TestProducerLoadSkipsExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	leo := l.LogEndOffset()
-	data, err := ReadFile(fs, snapshotPath("/data/t-0", leo))
+	data, err := vfs.ReadFile(fs, snapshotPath("/data/t-0", leo))
 	if err != nil {
 		t.Fatal(err)
 	}

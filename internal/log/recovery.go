@@ -554,7 +554,7 @@ func (l *Log) loadProducerState(upTo int64) error {
 			}
 			continue
 		}
-		data, err := ReadFile(l.fs, snapshotPath(l.dir, off))
+		data, err := vfs.ReadFile(l.fs, snapshotPath(l.dir, off))
 		if err == nil {
 			var ps *producerState
 			if ps, err = decodeSnapshot(data); err == nil {
@@ -571,7 +571,7 @@ func (l *Log) loadProducerState(upTo int64) error {
 			continue
 		}
 		if s.baseOffset > from && len(l.producers.m) > 0 {
-			if err := WriteFileAtomic(l.fs, snapshotPath(l.dir, s.baseOffset), l.producers.encodeSnapshot()); err != nil {
+			if err := vfs.WriteFileAtomic(l.fs, snapshotPath(l.dir, s.baseOffset), l.producers.encodeSnapshot()); err != nil {
 				return err
 			}
 		}

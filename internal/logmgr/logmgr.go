@@ -101,7 +101,7 @@ type offsets map[topicpart.TopicPartition]int64
 
 func (m *Manager) readCheckpoint(dir, name string) offsets {
 	out := offsets{}
-	lines, err := log.ReadCheckpoint(m.o.FS, filepath.Join(dir, name), checkpointVersion)
+	lines, err := vfs.ReadCheckpoint(m.o.FS, filepath.Join(dir, name), checkpointVersion)
 	if err != nil {
 		if !vfs.IsNotExist(err) {
 			m.o.Logger.Warn("ignoring unreadable checkpoint file", "dir", dir, "file", name, "err", err)
@@ -320,7 +320,7 @@ func (m *Manager) checkpoint(name string, get func(*log.Log) int64) error {
 	m.mu.RUnlock()
 	var errs []error
 	for _, d := range m.o.Dirs {
-		if err := log.WriteCheckpoint(m.o.FS, filepath.Join(d, name), checkpointVersion, byDir[d]); err != nil {
+		if err := vfs.WriteCheckpoint(m.o.FS, filepath.Join(d, name), checkpointVersion, byDir[d]); err != nil {
 			errs = append(errs, fmt.Errorf("write %s in %s: %w", name, d, err))
 		}
 	}
@@ -450,7 +450,7 @@ func (m *Manager) Close() error {
 	// Only after every log closed cleanly may the marker say so.
 	errs = append(errs, m.CheckpointAll())
 	for _, d := range m.o.Dirs {
-		errs = append(errs, log.WriteFileAtomic(m.o.FS, filepath.Join(d, CleanShutdownFile), nil))
+		errs = append(errs, vfs.WriteFileAtomic(m.o.FS, filepath.Join(d, CleanShutdownFile), nil))
 	}
 	return errors.Join(errs...)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/topicpart"
+	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
 // Partition is a hosted partition.
@@ -388,8 +389,8 @@ const PartitionMetadataFile = "partition.metadata"
 func writePartitionMetadata(logs *logmgr.Manager, dir string, topicID [16]byte) error {
 	body := []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(topicID[:])))
 	path := filepath.Join(dir, PartitionMetadataFile)
-	if old, err := log.ReadFile(logs.FS(), path); err == nil && bytes.Equal(old, body) {
+	if old, err := vfs.ReadFile(logs.FS(), path); err == nil && bytes.Equal(old, body) {
 		return nil
 	}
-	return log.WriteFileAtomic(logs.FS(), path, body)
+	return vfs.WriteFileAtomic(logs.FS(), path, body)
 }

@@ -14,6 +14,20 @@
 //   - NewInjecting wraps any FS and asks an Injector before every operation
 //     whether to fail it (OnIndex, FromIndex, CountingInjector, InjectorFunc).
 //
+// # Helpers over any FS
+//
+//   - WriteFileAtomic replaces a small file durably (write path.tmp, fsync,
+//     rename, fsync the directory); ReadFile reads one whole.
+//   - WriteCheckpoint and ReadCheckpoint are Kafka's checkpoint text layout
+//     (a version line, a count line, one space-separated entry per line),
+//     used by every offset checkpoint and the leader-epoch checkpoint; a file
+//     that does not parse is ErrCorruptCheckpoint.
+//   - FS.DiskUsage is the volume's size and the bytes still usable there
+//     (statfs with the fragment size, as Java's FileStore counts; clamped
+//     to MaxInt64), the one figure DescribeLogDirs, the admin API and the
+//     free-space checks share. A MemFS is one volume of SetCapacity bytes
+//     (1 TiB unless set) of which its live file bytes are used.
+//
 // # File semantics (both implementations)
 //
 // A File has one position shared by Read and Write, as a file descriptor

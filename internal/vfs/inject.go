@@ -21,7 +21,7 @@ const (
 	OpTruncate           // File.Truncate
 	OpMkdir              // FS.MkdirAll
 	OpList               // FS.List
-	OpStat               // FS.Stat, File.Size
+	OpStat               // FS.Stat, FS.DiskUsage, File.Size
 	numOps
 )
 
@@ -230,6 +230,14 @@ func (fs *injectingFS) SyncDir(dir string) error {
 		return err
 	}
 	return fs.inner.SyncDir(dir)
+}
+
+// DiskUsage is offered to the injector as OpStat.
+func (fs *injectingFS) DiskUsage(path string) (Usage, error) {
+	if err := fs.check(OpStat, path); err != nil {
+		return Usage{}, err
+	}
+	return fs.inner.DiskUsage(path)
 }
 
 type injectingFile struct {

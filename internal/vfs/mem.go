@@ -22,6 +22,8 @@ type MemFS struct {
 		sync.Mutex
 		root *memNode
 		now  func() time.Time
+		// capacity is the volume size DiskUsage reports.
+		capacity int64
 	}
 }
 
@@ -53,6 +55,7 @@ type memNode struct {
 func NewMem() *MemFS {
 	fs := &MemFS{}
 	fs.mu.now = time.Now
+	fs.mu.capacity = defaultMemCapacity
 	fs.mu.root = newDirNode(os.ModeDir|0o755, fs.mu.now())
 	return fs
 }
@@ -327,6 +330,39 @@ func (fs *MemFS) Stat(name string) (os.FileInfo, error) {
 		base = comps[len(comps)-1]
 	}
 	return n.info(base), nil
+}
+
+// defaultMemCapacity is the volume size a new MemFS reports: 1 TiB.
+const defaultMemCapacity = 1 << 40
+
+// SetCapacity sets the volume size DiskUsage reports.
+func (fs *MemFS) SetCapacity(bytes int64) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.mu.capacity = bytes
+}
+
+// DiskUsage implements FS for the one volume a MemFS is: its capacity, less
+// the live bytes of every file reachable from the root, is usable.
+func (fs *MemFS) DiskUsage(path string) (Usage, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if _, err := fs.lookupLocked(path); err != nil {
+		return Usage{}, &os.PathError{Op: "statfs", Path: path, Err: err}
+	}
+	var used int64
+	var walk func(n *memNode)
+	walk = func(n *memNode) {
+		if !n.isDir {
+			used += int64(len(n.data))
+			return
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(fs.mu.root)
+	return Usage{Total: fs.mu.capacity, Usable: max(fs.mu.capacity-used, 0)}, nil
 }
 
 // SyncDir implements FS: the directory's live entries become its durable

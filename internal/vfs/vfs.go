@@ -45,6 +45,9 @@ type FS interface {
 	Stat(name string) (os.FileInfo, error)
 	// SyncDir makes the directory's entries durable (fsync on the directory).
 	SyncDir(dir string) error
+	// DiskUsage reports the volume holding path: its size and the bytes
+	// still writable there.
+	DiskUsage(path string) (Usage, error)
 }
 
 // ErrInjected is returned by filesystems that inject faults.

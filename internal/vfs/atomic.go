@@ -1,21 +1,24 @@
-package log
+package vfs
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/gregor-broker/gregor/internal/vfs"
 )
+
+// ErrCorruptCheckpoint: a checkpoint file whose version, count or entries do
+// not parse.
+var ErrCorruptCheckpoint = errors.New("vfs: corrupt checkpoint file")
 
 // WriteFileAtomic replaces path with data durably: write path.tmp, fsync it,
 // rename over path, fsync the directory. A crash at any point leaves either
 // the old file or the new one.
-func WriteFileAtomic(fs vfs.FS, path string, data []byte) error {
+func WriteFileAtomic(fs FS, path string, data []byte) error {
 	tmp := path + ".tmp"
 	f, err := fs.Create(tmp)
 	if err != nil {
@@ -39,7 +42,7 @@ func WriteFileAtomic(fs vfs.FS, path string, data []byte) error {
 }
 
 // ReadFile reads a whole (small) file.
-func ReadFile(fs vfs.FS, path string) ([]byte, error) {
+func ReadFile(fs FS, path string) ([]byte, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
@@ -57,7 +60,7 @@ func ReadFile(fs vfs.FS, path string) ([]byte, error) {
 //	my-topic 1 99
 
 // WriteCheckpoint writes version, len(lines) and lines atomically.
-func WriteCheckpoint(fs vfs.FS, path string, version int, lines []string) error {
+func WriteCheckpoint(fs FS, path string, version int, lines []string) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%d\n%d\n", version, len(lines))
 	for _, l := range lines {
@@ -69,7 +72,7 @@ func WriteCheckpoint(fs vfs.FS, path string, version int, lines []string) error 
 
 // ReadCheckpoint reads a checkpoint file written by WriteCheckpoint, checking
 // the version and the entry count. Each entry is returned split on spaces.
-func ReadCheckpoint(fs vfs.FS, path string, version int) ([][]string, error) {
+func ReadCheckpoint(fs FS, path string, version int) ([][]string, error) {
 	data, err := ReadFile(fs, path)
 	if err != nil {
 		return nil, err
@@ -83,12 +86,12 @@ func ReadCheckpoint(fs vfs.FS, path string, version int) ([][]string, error) {
 	}
 	v, ok := next()
 	if !ok || v != strconv.Itoa(version) {
-		return nil, fmt.Errorf("%w: checkpoint %s: version %q, want %d", ErrCorruptSegment, path, v, version)
+		return nil, fmt.Errorf("%w: checkpoint %s: version %q, want %d", ErrCorruptCheckpoint, path, v, version)
 	}
 	c, ok := next()
 	n, err := strconv.Atoi(c)
 	if !ok || err != nil || n < 0 {
-		return nil, fmt.Errorf("%w: checkpoint %s: bad count %q", ErrCorruptSegment, path, c)
+		return nil, fmt.Errorf("%w: checkpoint %s: bad count %q", ErrCorruptCheckpoint, path, c)
 	}
 	var out [][]string
 	for line, ok := next(); ok; line, ok = next() {
@@ -98,7 +101,7 @@ func ReadCheckpoint(fs vfs.FS, path string, version int) ([][]string, error) {
 		out = append(out, strings.Fields(line))
 	}
 	if len(out) != n {
-		return nil, fmt.Errorf("%w: checkpoint %s: %d entries, header says %d", ErrCorruptSegment, path, len(out), n)
+		return nil, fmt.Errorf("%w: checkpoint %s: %d entries, header says %d", ErrCorruptCheckpoint, path, len(out), n)
 	}
 	return out, nil
 }
