@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -115,7 +116,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 	}
 
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-	deadline := time.Now().Add(maxWait)
+	deadline := h.d.Clock.Now().Add(maxWait)
 	var waiter *replica.Waiter
 	defer func() {
 		if waiter != nil {
@@ -127,7 +128,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		bufs.release() // a read after a wait replaces what the last one returned
 		out, bytes, anyErr := h.readFetch(req, parts, &bufs)
 		done := bytes >= int(req.MinBytes) || anyErr || maxWait <= 0 || len(hosted) == 0 ||
-			!time.Now().Before(deadline) || h.d.Replicas.Closing()
+			!h.d.Clock.Now().Before(deadline) || h.d.Replicas.Closing()
 		if done {
 			h.finishFetch(resp, req, parts, out, incremental)
 			if incremental {
@@ -142,8 +143,8 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 			waiter = replica.NewWaiter(hosted)
 			continue
 		}
-		timer := time.NewTimer(time.Until(deadline))
-		waiter.Wait(ctx, timer.C)
+		expired, timer := clock.NewTimer(h.d.Clock, deadline.Sub(h.d.Clock.Now()))
+		waiter.Wait(ctx, expired)
 		timer.Stop()
 		if ctx.Err() != nil {
 			h.finishFetch(resp, req, parts, out, incremental)

@@ -19,6 +19,14 @@ type Timer interface {
 	Stop() bool
 }
 
+// NewTimer returns a channel that receives the time once d has passed on c
+// (as time.NewTimer does on the wall clock) and the Timer that cancels it.
+func NewTimer(c Clock, d time.Duration) (<-chan time.Time, Timer) {
+	ch := make(chan time.Time, 1)
+	t := c.AfterFunc(d, func() { ch <- c.Now() })
+	return ch, t
+}
+
 // Real is the wall clock.
 type Real struct{}
 

@@ -14,7 +14,6 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
-	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
@@ -66,9 +65,12 @@ type Shard interface {
 // Op runs on the owner goroutine of a shard. w is the op's own waiter.
 type Op[S Shard] func(s S, now time.Time, w Waiter, out *Output)
 
-// Partitions is what the runtime needs from the replica manager.
+// Partitions is what the runtime needs from the replica manager: the log of
+// a hosted partition to replay, and appends that return once acknowledged.
 type Partitions interface {
-	Get(tp topicpart.TopicPartition) (*replica.Partition, bool)
+	// Log is tp's log while this broker hosts tp.
+	Log(tp topicpart.TopicPartition) (*log.Log, bool)
+	// Append writes a batch and waits for the acknowledgement acks asks for.
 	Append(ctx context.Context, tp topicpart.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error)
 }
 
@@ -326,13 +328,12 @@ func (ow *owner[S]) run() {
 
 // load replays the partition into a fresh shard.
 func (ow *owner[S]) load() error {
-	part, ok := ow.rt.o.Replicas.Get(ow.tp)
+	l, ok := ow.rt.o.Replicas.Log(ow.tp)
 	if !ok {
 		return fmt.Errorf("%w: %s is not hosted", kerr.UnknownTopicOrPartition, ow.tp)
 	}
 	start := ow.rt.o.Clock.Now()
 	s := ow.rt.o.NewShard(ow.partition)
-	l := part.Log
 	maxOut := max(int(l.Config().MaxMessageBytes), 1<<20) * 64
 	off := l.LogStartOffset()
 	var buf []byte
@@ -529,8 +530,8 @@ func (ow *owner[S]) deliver(replies []Reply) {
 }
 
 func (ow *owner[S]) maxBatchBytes() int {
-	if part, ok := ow.rt.o.Replicas.Get(ow.tp); ok {
-		return int(part.Log.Config().MaxMessageBytes)
+	if l, ok := ow.rt.o.Replicas.Log(ow.tp); ok {
+		return int(l.Config().MaxMessageBytes)
 	}
 	return 1048588
 }

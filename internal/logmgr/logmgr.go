@@ -236,6 +236,9 @@ func (m *Manager) DirOf(tp topicpart.TopicPartition) string {
 	return m.dirOf[tp]
 }
 
+// Clock is the clock the logs and the background jobs run on.
+func (m *Manager) Clock() clock.Clock { return m.o.Clock }
+
 // FS is the filesystem the logs live on.
 func (m *Manager) FS() vfs.FS { return m.o.FS }
 

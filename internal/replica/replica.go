@@ -200,6 +200,14 @@ func (m *Manager) Get(tp topicpart.TopicPartition) (*Partition, bool) {
 	return p, ok
 }
 
+// Log returns a hosted partition's log.
+func (m *Manager) Log(tp topicpart.TopicPartition) (*log.Log, bool) {
+	if p, ok := m.Get(tp); ok {
+		return p.Log, true
+	}
+	return nil, false
+}
+
 // Partitions returns every hosted partition.
 func (m *Manager) Partitions() []*Partition {
 	m.mu.RLock()
@@ -280,7 +288,7 @@ func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks i
 	switch {
 	case !m.ackFsync:
 		m.advanceHW(p)
-		if p.Log.FlushDue(time.Now()) {
+		if p.Log.FlushDue(m.logs.Clock().Now()) {
 			m.syncAsync(p)
 		}
 	case acks == 0:
