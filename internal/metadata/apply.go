@@ -260,9 +260,6 @@ func (a *applier) changePartition(r PartitionChange) {
 	if r.LastKnownELR != nil {
 		p.LastKnownELR = slices.Clone(r.LastKnownELR)
 	}
-	if r.ClearReassignment {
-		p.Adding, p.Removing = nil, nil
-	}
 	if r.Adding != nil {
 		p.Adding = slices.Clone(r.Adding)
 	}

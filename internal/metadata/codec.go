@@ -132,7 +132,6 @@ func AppendRecord(dst []byte, rec Record) []byte {
 		dst = appendIDs(dst, r.Adding)
 		dst = appendIDs(dst, r.Removing)
 		dst = kbin.AppendInt8(dst, int8(r.LeaderRecoveryState))
-		dst = kbin.AppendBool(dst, r.ClearReassignment)
 	case RemoveTopic:
 		dst = kbin.AppendUuid(dst, r.ID)
 	case Config:
@@ -210,7 +209,7 @@ func readRecord(r *kbin.Reader) (Record, error) {
 		c := PartitionChange{Topic: r.Uuid(), Partition: r.Int32(), ExpectedPartitionEpoch: r.Int32(), Leader: r.Int32()}
 		c.ISR, c.ELR, c.LastKnownELR, c.Replicas = readIDs(r), readIDs(r), readIDs(r), readIDs(r)
 		c.Adding, c.Removing = readIDs(r), readIDs(r)
-		c.LeaderRecoveryState, c.ClearReassignment = LeaderRecoveryState(r.Int8()), r.Bool()
+		c.LeaderRecoveryState = LeaderRecoveryState(r.Int8())
 		rec = c
 	case TypeRemoveTopic:
 		rec = RemoveTopic{ID: r.Uuid()}

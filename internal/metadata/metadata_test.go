@@ -61,8 +61,7 @@ func genRecord(t *rapid.T) Record {
 			ExpectedPartitionEpoch: rapid.Int32().Draw(t, "epe"), Leader: rapid.Int32Range(-2, 5).Draw(t, "leader"),
 			ISR: nullableIDs(t, "isr"), ELR: nullableIDs(t, "elr"), LastKnownELR: nullableIDs(t, "lke"),
 			Replicas: nullableIDs(t, "r"), Adding: nullableIDs(t, "add"), Removing: nullableIDs(t, "rm"),
-			LeaderRecoveryState: LeaderRecoveryState(rapid.Int8Range(-1, 1).Draw(t, "lrs")),
-			ClearReassignment:   rapid.Bool().Draw(t, "clear")}
+			LeaderRecoveryState: LeaderRecoveryState(rapid.Int8Range(-1, 1).Draw(t, "lrs"))}
 	case 9:
 		return RemoveTopic{ID: topic}
 	case 10:

@@ -188,8 +188,6 @@ type PartitionChange struct {
 	Replicas               []int32
 	Adding, Removing       []int32
 	LeaderRecoveryState    LeaderRecoveryState // NoRecoveryChange keeps it
-	// ClearReassignment empties Adding and Removing (a nil slice cannot say so).
-	ClearReassignment bool
 }
 
 // RemoveTopic deletes a topic with its partitions and configs.
