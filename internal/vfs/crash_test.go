@@ -377,3 +377,22 @@ func TestMemFSPathsResolveFromOneRoot(t *testing.T) {
 		t.Fatalf("Open(\"\") = %v, want not-exist", err)
 	}
 }
+
+// A crash releases every lock: the machine that comes back up runs no
+// process that could hold one.
+func TestCrashReleasesLocks(t *testing.T) {
+	fs := newDir(t, "/d")
+	l, err := fs.Lock("/d/.lock")
+	must(t, err)
+	defer l.Close()
+	must(t, fs.SyncDir("/d"))
+	clone := fs.CrashClone()
+	l2, err := clone.Lock("/d/.lock")
+	if err != nil {
+		t.Fatalf("Lock on the crash clone = %v, want it free", err)
+	}
+	must(t, l2.Close())
+	if _, err := fs.Lock("/d/.lock"); err == nil {
+		t.Fatal("the original's lock was released by cloning it")
+	}
+}

@@ -28,6 +28,19 @@
 //     free-space checks share. A MemFS is one volume of SetCapacity bytes
 //     (1 TiB unless set) of which its live file bytes are used.
 //
+// # Locks
+//
+// FS.Lock takes an exclusive advisory lock on a file (creating it), held
+// until the returned Closer is closed. OS uses flock(2) on the file: the lock
+// belongs to the open file description, so a second Lock of the same file
+// fails with ErrLocked whether it comes from another process or from this
+// one, and the kernel releases it when the process exits, however it exits.
+// flock does not see the fcntl(2) record locks Java's FileChannel.tryLock
+// takes, so it excludes other Gregor processes, not a Kafka broker. Where
+// flock is not available, OS.Lock fails with errors.ErrUnsupported. MemFS
+// keeps the lock on the file node (it follows a rename); locks are not
+// durable state, so a crash clone starts with none.
+//
 // # File semantics (both implementations)
 //
 // A File has one position shared by Read and Write, as a file descriptor
@@ -98,7 +111,7 @@
 // errors.Is(err, ErrInjected) holds for the injectors in this package. Write
 // and WriteAt are OpWrite, Read and ReadAt OpRead, File.Sync OpSync,
 // File.Truncate OpTruncate, File.Size and FS.Stat OpStat, Open and
-// OpenReadWrite OpOpen, Remove and RemoveAll OpRemove; Rename is offered
+// OpenReadWrite and Lock OpOpen, Remove and RemoveAll OpRemove; Rename is offered
 // with its old name. Close is never failed. Injectors count matching operations atomically, from 0.
 //
 // A crash-at-every-step test runs its workload once on a MemFS wrapped with a

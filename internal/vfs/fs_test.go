@@ -349,6 +349,31 @@ var suite = []struct {
 		must(t, f.Sync())
 		wantList(t, fs, dir)
 	}},
+	{"Lock is exclusive until closed", func(t *testing.T, fs FS, dir string) {
+		name := filepath.Join(dir, ".lock")
+		l, err := fs.Lock(name)
+		must(t, err)
+		if _, err := fs.Stat(name); err != nil {
+			t.Fatalf("Lock did not create %s: %v", name, err)
+		}
+		if l2, err := fs.Lock(name); !errors.Is(err, ErrLocked) {
+			if l2 != nil {
+				l2.Close()
+			}
+			t.Fatalf("second Lock = %v, want ErrLocked", err)
+		}
+		// Another file in the same directory is a different lock.
+		other, err := fs.Lock(filepath.Join(dir, "other.lock"))
+		must(t, err)
+		must(t, other.Close())
+		must(t, l.Close())
+		l, err = fs.Lock(name)
+		must(t, err)
+		must(t, l.Close())
+		if _, err := fs.Lock(filepath.Join(dir, "missing", ".lock")); !IsNotExist(err) {
+			t.Errorf("Lock in a missing directory = %v, want not-exist", err)
+		}
+	}},
 }
 
 func TestFS(t *testing.T) {

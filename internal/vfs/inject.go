@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sync/atomic"
 )
@@ -11,7 +12,7 @@ type Op uint8
 
 const (
 	OpCreate   Op = iota // FS.Create
-	OpOpen               // FS.Open, FS.OpenReadWrite
+	OpOpen               // FS.Open, FS.OpenReadWrite, FS.Lock
 	OpWrite              // File.Write, File.WriteAt
 	OpRead               // File.Read, File.ReadAt
 	OpSync               // File.Sync
@@ -233,6 +234,14 @@ func (fs *injectingFS) SyncDir(dir string) error {
 }
 
 // DiskUsage is offered to the injector as OpStat.
+// Lock is offered as OpOpen: it opens (and may create) the file.
+func (fs *injectingFS) Lock(name string) (io.Closer, error) {
+	if err := fs.check(OpOpen, name); err != nil {
+		return nil, err
+	}
+	return fs.inner.Lock(name)
+}
+
 func (fs *injectingFS) DiskUsage(path string) (Usage, error) {
 	if err := fs.check(OpStat, path); err != nil {
 		return Usage{}, err

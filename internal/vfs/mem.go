@@ -45,6 +45,10 @@ type memNode struct {
 	// is not a pure append, so a crash cannot tear it into a prefix.
 	rewrote bool
 
+	// locked: a Lock on this file is held. Locks are not durable: a
+	// crash clone's nodes start unlocked.
+	locked bool
+
 	// Directories.
 	children map[string]*memNode // live entries
 	durable  map[string]*memNode // entries as of the last SyncDir
@@ -171,6 +175,41 @@ func (fs *MemFS) openWritable(name string, truncate bool) (File, error) {
 		dir.modTime = n.modTime
 	}
 	return &memFile{fs: fs, n: n, name: name, pos: int64(len(n.data)), writable: true}, nil
+}
+
+// Lock implements FS: the lock belongs to the file (the node), so it follows
+// a rename, and only one holder at a time may have it.
+func (fs *MemFS) Lock(name string) (io.Closer, error) {
+	f, err := fs.openWritable(name, false)
+	if err != nil {
+		return nil, err
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n := f.(*memFile).n
+	if n.locked {
+		return nil, &os.PathError{Op: "lock", Path: name, Err: ErrLocked}
+	}
+	n.locked = true
+	return &memLock{fs: fs, n: n, name: name}, nil
+}
+
+// memLock is a held MemFS lock.
+type memLock struct {
+	fs       *MemFS
+	n        *memNode
+	name     string
+	released bool // guarded by fs.mu
+}
+
+func (l *memLock) Close() error {
+	l.fs.mu.Lock()
+	defer l.fs.mu.Unlock()
+	if l.released {
+		return &os.PathError{Op: "unlock", Path: l.name, Err: os.ErrClosed}
+	}
+	l.released, l.n.locked = true, false
+	return nil
 }
 
 // Open implements FS. Directories may be opened, e.g. to Sync them.

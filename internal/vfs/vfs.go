@@ -48,7 +48,16 @@ type FS interface {
 	// DiskUsage reports the volume holding path: its size and the bytes
 	// still writable there.
 	DiskUsage(path string) (Usage, error)
+	// Lock creates name if it does not exist and takes an exclusive
+	// advisory lock on it, held until the returned Closer is closed or the
+	// process ends. While it is held, any other Lock of the same file, from
+	// another process or from this one, fails at once with an error for
+	// which errors.Is(err, ErrLocked) holds.
+	Lock(name string) (io.Closer, error)
 }
+
+// ErrLocked says a file is locked by another holder (FS.Lock).
+var ErrLocked = errors.New("locked by another holder")
 
 // ErrInjected is returned by filesystems that inject faults.
 var ErrInjected = errors.New("vfs: injected error")
