@@ -1,6 +1,8 @@
 // Package topicpart names a partition: Kafka's TopicPartition, the one type
-// every layer uses for "partition P of topic T", and the partition directory
-// name <topic>-<partition> that Kafka's log dirs use for it.
+// every layer uses for "partition P of topic T", the partition directory
+// name <topic>-<partition> that Kafka's log dirs use for it, and the name
+// <topic>-<partition>.<unique id>-stray a log is moved to when the metadata
+// does not know it (KIP-858).
 //
 // It is a leaf package: it imports nothing of Gregor's, so storage, the
 // cleaner, the coordinators and the API layer can all share it.
@@ -43,4 +45,38 @@ func ParseDirName(name string) (TopicPartition, bool) {
 		return TopicPartition{}, false
 	}
 	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// StraySuffix ends the directory name of a stray log.
+const StraySuffix = "-stray"
+
+// maxDirName is the longest file name most filesystems accept.
+const maxDirName = 255
+
+// StrayDirName is Kafka's name for tp's log set aside as stray:
+// "<topic>-<partition>.<uniqueID>-stray", the topic cut short when the whole
+// name would pass 255 bytes (LocalLog.logStrayDirName). uniqueID is a UUID's
+// 32 hex digits.
+func StrayDirName(tp TopicPartition, uniqueID string) string {
+	suffix := "-" + strconv.FormatInt(int64(tp.Partition), 10) + "." + uniqueID + StraySuffix
+	topic := tp.Topic
+	if n := maxDirName - len(suffix); len(topic) > n {
+		topic = topic[:max(n, 0)]
+	}
+	return topic + suffix
+}
+
+// ParseStrayDirName reads the partition out of a stray log's directory name
+// ("<topic>-<partition>.<id>-stray"); the topic is the one the name holds,
+// which is cut short for very long topic names.
+func ParseStrayDirName(name string) (TopicPartition, bool) {
+	rest, ok := strings.CutSuffix(name, StraySuffix)
+	if !ok {
+		return TopicPartition{}, false
+	}
+	dot := strings.LastIndexByte(rest, '.')
+	if dot <= 0 || dot == len(rest)-1 || strings.ContainsAny(rest, " \t\n") {
+		return TopicPartition{}, false
+	}
+	return ParseDirName(rest[:dot])
 }

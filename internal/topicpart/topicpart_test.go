@@ -1,6 +1,9 @@
 package topicpart
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestParseDirName(t *testing.T) {
 	for in, want := range map[string]TopicPartition{"a-0": {"a", 0}, "my-topic-12": {"my-topic", 12}} {
@@ -14,6 +17,30 @@ func TestParseDirName(t *testing.T) {
 	for _, bad := range []string{"a", "a-", "-1", "a-x", "a-0.abc-delete", "a-0-stray"} {
 		if _, ok := ParseDirName(bad); ok {
 			t.Fatalf("%s parsed", bad)
+		}
+	}
+}
+
+func TestStrayDirName(t *testing.T) {
+	const id = "0123456789abcdef0123456789abcdef"
+	tp := TopicPartition{"my-topic", 7}
+	name := StrayDirName(tp, id)
+	if want := "my-topic-7." + id + "-stray"; name != want {
+		t.Fatalf("StrayDirName = %q, want %q", name, want)
+	}
+	if got, ok := ParseStrayDirName(name); !ok || got != tp {
+		t.Fatalf("ParseStrayDirName(%q) = %v, %v", name, got, ok)
+	}
+	if _, ok := ParseDirName(name); ok {
+		t.Fatalf("a stray dir %q parses as a partition dir", name)
+	}
+	long := TopicPartition{strings.Repeat("t", 249), 123}
+	if n := len(StrayDirName(long, id)); n != 255 {
+		t.Fatalf("stray name of a 249-byte topic is %d bytes, want 255", n)
+	}
+	for _, bad := range []string{"a-0-stray", "a-0.-stray", ".x-stray", "a-0.x-delete", "a-x.y-stray"} {
+		if _, ok := ParseStrayDirName(bad); ok {
+			t.Errorf("%s parsed as a stray dir", bad)
 		}
 	}
 }
