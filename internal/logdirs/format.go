@@ -26,6 +26,7 @@ type FormatOptions struct {
 // Kafka's wording where Kafka has one.
 func Format(c Config, o FormatOptions, bootstrap Bootstrap, out io.Writer) error {
 	if len(c.dirs()) == 0 {
+		//lint:ignore ST1005 Kafka's message, word for word
 		return errors.New("No log directories found in the configuration.")
 	}
 	if o.ClusterID != "" {
@@ -48,6 +49,7 @@ func Format(c Config, o FormatOptions, bootstrap Bootstrap, out io.Writer) error
 		usable++
 	}
 	if usable == 0 {
+		//lint:ignore ST1005 Kafka's message, word for word
 		return errors.New("No available log directories to format.")
 	}
 	clusterID := o.ClusterID
@@ -69,6 +71,7 @@ func Format(c Config, o FormatOptions, bootstrap Bootstrap, out io.Writer) error
 		return &Error{Ensemble: e, Problems: problems}
 	}
 	if len(formatted) > 0 && !o.IgnoreFormatted {
+		//lint:ignore ST1005 Kafka's message, word for word
 		return fmt.Errorf("Log directory %s is already formatted. Use --ignore-formatted to ignore this directory and format the others.", formatted[0])
 	}
 	if len(formatted) == usable && e.holdsMetadata() {

@@ -110,6 +110,7 @@ func ValidateClusterID(s string) error {
 		err = fmt.Errorf("it decodes to %d bytes, not 16", len(b))
 	}
 	if err != nil {
+		//lint:ignore ST1005 Kafka's message, word for word
 		return fmt.Errorf("Cluster ID string %s does not appear to be a valid UUID: %v", s, err)
 	}
 	return nil

@@ -39,6 +39,7 @@ func Open(c Config, bootstrap Bootstrap, logger *slog.Logger) (*Held, error) {
 		logger = slog.Default()
 	}
 	if len(c.dirs()) == 0 {
+		//lint:ignore ST1005 Kafka's message, word for word
 		return nil, errors.New("You must specify at least one log directory.")
 	}
 	var ls locks
