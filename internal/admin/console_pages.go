@@ -89,6 +89,7 @@ func (c *console) overviewPage(r *http.Request) (*page, error) {
 		}
 	}
 	count("log dir errors", dirErrors, "bad", "log dirs the broker cannot use")
+	count("stray logs", cv.StrayLogs, "warn", "partition logs on disk that the metadata does not know: kept, not served")
 	return &page{Template: "overview.html", Title: "Overview", Nav: "overview", JSON: "/v1/cluster", Body: body}, nil
 }
 

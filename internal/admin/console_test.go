@@ -80,6 +80,27 @@ func TestConsolePagesRender(t *testing.T) {
 	}
 }
 
+// TestConsoleOverviewStrays: stray logs show on the overview (a health box
+// and a table naming each), and not at all when there are none.
+func TestConsoleOverviewStrays(t *testing.T) {
+	src := newFakeSource()
+	a := newConsoleAdmin(t, src)
+	if _, body, _ := get(t, a.Handler(), "/"); strings.Contains(body, `id="stray-logs"`) {
+		t.Error("the overview shows a stray logs table without stray logs")
+	}
+	src.cluster.StrayLogs = 1
+	src.cluster.MetadataDir = "/var/lib/gregor"
+	src.cluster.LogDirs[0].Strays = []StrayLogView{{Name: "orders-3.0123456789abcdef0123456789abcdef-stray", Topic: "orders", Partition: 3, SizeBytes: 2048}}
+	_, body, _ := get(t, a.Handler(), "/")
+	for _, w := range []string{`id="stray-logs"`, "orders-3.0123456789abcdef0123456789abcdef-stray", "2.0 KiB",
+		`<div class="hbox warn" title="partition logs on disk that the metadata does not know: kept, not served"><span class="hname">stray logs</span><span class="hval">1</span>`,
+		"metadata dir"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("overview with a stray log lacks %q", w)
+		}
+	}
+}
+
 func TestConsoleNotFound(t *testing.T) {
 	a := newConsoleAdmin(t, newFakeSource())
 	for _, path := range []string{

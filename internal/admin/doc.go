@@ -82,7 +82,9 @@
 //	GET /                                   overview: broker, listeners, uptime,
 //	                                        health strip (readiness conditions,
 //	                                        under-replicated, under min ISR,
-//	                                        offline), log dirs with disk bars
+//	                                        offline, stray logs), log dirs with
+//	                                        disk bars, the stray logs (partition
+//	                                        logs the metadata does not know)
 //	GET /ui/topics[?q=]                     topics: partitions, size, records,
 //	                                        consumer lag per group
 //	GET /ui/topics/{topic}                  configs with sources; partitions with

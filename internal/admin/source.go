@@ -63,6 +63,10 @@ type ClusterView struct {
 	AdminAddr string            `json:"admin_addr"`
 	Brokers   []BrokerView      `json:"brokers"`
 	LogDirs   []LogDirView      `json:"log_dirs"`
+	// MetadataDir is the dir holding the cluster metadata.
+	MetadataDir string `json:"metadata_dir"`
+	// StrayLogs counts the stray logs of every log dir (LogDirView.Strays).
+	StrayLogs int `json:"stray_logs"`
 
 	Topics          int   `json:"topics"`
 	Partitions      int   `json:"partitions"`
@@ -90,6 +94,18 @@ type LogDirView struct {
 	LogBytes   int64  `json:"log_bytes"`
 	Partitions int    `json:"partitions"`
 	Error      string `json:"error,omitempty"`
+	// Strays are partition logs found at start that the metadata does not
+	// know, set aside as <topic>-<partition>.<id>-stray: kept on disk, not
+	// served, never deleted by the broker.
+	Strays []StrayLogView `json:"stray_logs"`
+}
+
+// StrayLogView is one stray log.
+type StrayLogView struct {
+	Name      string `json:"name"` // its directory name in the log dir
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	SizeBytes int64  `json:"size_bytes"` // when the broker started
 }
 
 // TopicSummary is one row of the topics list.

@@ -22,6 +22,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/logdirs"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -45,6 +46,7 @@ type Broker struct {
 	static   *config.Broker
 	cfg      atomic.Pointer[config.Broker]
 	logger   *slog.Logger
+	dirs     *logdirs.Held // the log dirs, locked until Shutdown
 	ctrl     *controller.Controller
 	logs     *logmgr.Manager
 	cleaner  *cleaner.Cleaner
@@ -133,19 +135,27 @@ func (b *Broker) clientEndpoint() (bind config.Endpoint, adv config.Endpoint, er
 	return bind, adv, nil
 }
 
-// Start opens storage and starts listening. Serving starts with Run.
+// Start opens storage and starts listening. Serving starts with Run. On an
+// error, Shutdown releases what Start took.
 func (b *Broker) Start() error {
 	cfg := b.Config()
 	dirs := cfg.LogDirs()
 	var err error
+	// Before anything else touches the dirs: lock them, and check (or, when
+	// all are empty, format) them.
+	b.dirs, err = logdirs.Open(logdirs.Config{FS: b.o.FS, LogDirs: dirs, MetadataLogDir: cfg.String("metadata.log.dir"),
+		NodeID: cfg.NodeID(), MetadataFile: controller.MetadataFile}, controller.Bootstrap(b.o.FS, cfg.NodeID()), b.logger)
+	if err != nil {
+		return err
+	}
 	b.adm = admin.New(admin.Config{Addr: cfg.String("gregor.admin.listen"), Logger: b.logger, Registry: b.o.Registry})
 	b.adm.SetReady("log recovery", false)
 	b.adm.SetReady("metadata", false)
 	if err := b.adm.Listen(); err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	b.ctrl, err = controller.Open(controller.Options{FS: b.o.FS, LogDirs: dirs, NodeID: cfg.NodeID(), Logger: b.logger,
-		Broker: b.Config})
+	b.ctrl, err = controller.Open(controller.Options{FS: b.o.FS, MetadataDir: b.dirs.MetadataDir, ClusterID: b.dirs.ClusterID,
+		NodeID: cfg.NodeID(), Logger: b.logger, Broker: b.Config})
 	if err != nil {
 		return err
 	}
@@ -161,7 +171,7 @@ func (b *Broker) Start() error {
 	b.logs, err = logmgr.Open(logmgr.Options{
 		FS: b.o.FS, Clock: b.o.Clock, Dirs: dirs, Logger: b.logger,
 		ConfigFor:              b.logConfigFor,
-		Keep:                   b.partitionExists,
+		Stray:                  b.strayReason,
 		RecoveryThreadsPerDir:  int(cfg.Int("num.recovery.threads.per.data.dir")),
 		RetentionCheckInterval: ms("log.retention.check.interval.ms"),
 		FlushCheckInterval:     flushCheck,
@@ -294,6 +304,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("closing logs: %w", err))
 			}
 		}
+		// Last: the dirs stay locked until nothing of this broker writes.
+		if b.dirs != nil {
+			if err := b.dirs.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		b.shutdownErr = errors.Join(errs...)
 		if b.shutdownErr == nil {
 			b.logger.Info("shut down cleanly")
@@ -325,9 +341,23 @@ func (b *Broker) topicConfig(t *controller.Topic) config.Topic {
 	return tc
 }
 
-func (b *Broker) partitionExists(tp topicpart.TopicPartition) bool {
+// strayReason is Kafka's stray test (LogManager.isStrayKraftReplica) for a
+// partition log found on disk: the metadata must name its topic, with this
+// partition, and with the topic id the log's partition.metadata holds (a log
+// without one never had a record appended: the file is written first).
+func (b *Broker) strayReason(tp topicpart.TopicPartition, topicID [16]byte) string {
 	t := b.ctrl.Image().Topic(tp.Topic)
-	return t != nil && tp.Partition < t.Partitions
+	switch {
+	case t == nil:
+		return "the metadata has no topic " + tp.Topic
+	case tp.Partition >= t.Partitions:
+		return fmt.Sprintf("topic %s has %d partitions", tp.Topic, t.Partitions)
+	case topicID == [16]byte{}:
+		return "the log has no partition.metadata naming its topic id"
+	case controller.TopicID(topicID) != t.ID:
+		return fmt.Sprintf("the log belongs to topic id %s, the metadata's %s is %s", controller.TopicID(topicID), tp.Topic, t.ID)
+	}
+	return ""
 }
 
 // hostTopic hosts partitions [from, t.Partitions) of t.

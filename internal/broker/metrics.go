@@ -47,6 +47,8 @@ var (
 		"Bytes in the partition logs of each log dir.", []string{"logDirectory"}, nil)
 	descLogDirSegments = prometheus.NewDesc("gregor_log_segments",
 		"Segments of the partition logs of each log dir.", []string{"logDirectory"}, nil)
+	descLogDirStrays = prometheus.NewDesc("gregor_log_stray_logs",
+		"Stray logs (partition logs the metadata does not know, set aside, not deleted) in each log dir.", []string{"logDirectory"}, nil)
 
 	partitionLabels    = []string{"topic", "partition"}
 	descLogSize        = prometheus.NewDesc("kafka_log_log_size", "Bytes in the partition's log.", partitionLabels, nil)
@@ -87,7 +89,7 @@ type brokerCollector Broker
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR,
 		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descGlobalTopics,
-		descGlobalPartitions, descLogDirSize, descLogDirSegments, descLogSize, descLogSegments,
+		descGlobalPartitions, descLogDirSize, descLogDirSegments, descLogDirStrays, descLogSize, descLogSegments,
 		descLogStartOffset, descLogEndOffset, descGroups} {
 		ch <- d
 	}
@@ -107,8 +109,12 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	var leaders, under, underMin, atMin int
 	size := map[string]float64{}
 	segments := map[string]float64{}
+	strays := map[string]float64{}
 	for _, d := range b.logs.Dirs() {
-		size[d], segments[d] = 0, 0
+		size[d], segments[d], strays[d] = 0, 0, 0
+	}
+	for _, s := range b.logs.Strays() {
+		strays[s.Dir]++
 	}
 	for _, p := range parts {
 		st := p.ReplicaState()
@@ -144,6 +150,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	for d, v := range size {
 		gauge(descLogDirSize, v, d)
 		gauge(descLogDirSegments, segments[d], d)
+		gauge(descLogDirStrays, strays[d], d)
 	}
 	c.collectCluster(gauge, len(parts))
 	c.collectGroups(gauge)

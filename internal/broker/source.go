@@ -134,8 +134,11 @@ func (s *source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 		}
 	}
 	all := b.logs.All()
+	v.MetadataDir = b.dirs.MetadataDir
+	strays := b.logs.Strays()
 	for _, dir := range b.logs.Dirs() {
-		d := admin.LogDirView{Path: dir}
+		d := admin.LogDirView{Path: dir, Strays: strayViews(strays, dir)}
+		v.StrayLogs += len(d.Strays)
 		if u, err := b.logs.FS().DiskUsage(dir); err != nil {
 			d.Error = err.Error()
 		} else {

@@ -38,10 +38,13 @@ type Change struct {
 
 // Options configure a Controller.
 type Options struct {
-	FS      vfs.FS
-	LogDirs []string
-	NodeID  int32
-	Logger  *slog.Logger
+	FS vfs.FS
+	// MetadataDir is the dir holding MetadataFile, as package logdirs found
+	// it; ClusterID is the cluster its meta.properties name.
+	MetadataDir string
+	ClusterID   string
+	NodeID      int32
+	Logger      *slog.Logger
 	// Broker returns the current broker config (for num.partitions,
 	// default.replication.factor, delete.topic.enable and validation).
 	Broker func() *config.Broker
@@ -56,85 +59,45 @@ type Controller struct {
 	listeners []func(Change)
 }
 
-// Open loads the metadata image, formatting the log dirs when they are new.
+// Bootstrap writes a new cluster's empty metadata into dir (the
+// logdirs.Bootstrap a broker formats its dirs with).
+func Bootstrap(fs vfs.FS, nodeID int32) func(dir, clusterID string) error {
+	return func(dir, clusterID string) error {
+		im := &Image{ClusterID: clusterID, NodeID: nodeID, Topics: map[string]*Topic{}}
+		data, err := im.marshal()
+		if err != nil {
+			return err
+		}
+		return vfs.WriteFileAtomic(fs, filepath.Join(dir, MetadataFile), data)
+	}
+}
+
+// Open loads the metadata image from the metadata dir. The image must be
+// there (the log dirs were checked and, when new, formatted, before) and
+// belong to this cluster and node.
 func Open(o Options) (*Controller, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	c := &Controller{o: o, path: filepath.Join(o.LogDirs[0], MetadataFile)}
+	c := &Controller{o: o, path: filepath.Join(o.MetadataDir, MetadataFile)}
 	data, err := vfs.ReadFile(o.FS, c.path)
-	var im *Image
-	switch {
-	case err == nil:
-		if im, err = unmarshalImage(data); err != nil {
-			return nil, fmt.Errorf("metadata image %s: %w", c.path, err)
-		}
-		if im.NodeID != o.NodeID {
-			return nil, fmt.Errorf("metadata image %s belongs to node.id %d, this broker is %d", c.path, im.NodeID, o.NodeID)
-		}
-	case vfs.IsNotExist(err):
-		im = &Image{ClusterID: NewClusterID(), NodeID: o.NodeID, Topics: map[string]*Topic{}}
-		if err := c.formatDirs(im); err != nil {
-			return nil, err
-		}
-		if err := c.persist(im); err != nil {
-			return nil, err
-		}
-		o.Logger.Info("formatted new cluster", "cluster_id", im.ClusterID, "node_id", o.NodeID, "log_dirs", o.LogDirs)
-	default:
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("metadata image: %w", err)
 	}
-	if err := c.checkDirs(im); err != nil {
-		return nil, err
+	im, err := unmarshalImage(data)
+	if err != nil {
+		return nil, fmt.Errorf("metadata image %s: %w", c.path, err)
+	}
+	if im.ClusterID != o.ClusterID {
+		return nil, fmt.Errorf("metadata image %s belongs to cluster %s, but the log dirs' meta.properties name cluster %s",
+			c.path, im.ClusterID, o.ClusterID)
+	}
+	if im.NodeID != o.NodeID {
+		return nil, fmt.Errorf("metadata image %s belongs to node.id %d, this broker is %d", c.path, im.NodeID, o.NodeID)
 	}
 	im.index()
 	c.image.Store(im)
 	return c, nil
-}
-
-// formatDirs writes meta.properties into every log dir.
-func (c *Controller) formatDirs(im *Image) error {
-	for _, d := range c.o.LogDirs {
-		if err := c.o.FS.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
-		body := fmt.Sprintf("#\n#Written by gregor\ncluster.id=%s\ndirectory.id=%s\nnode.id=%d\nversion=1\n",
-			im.ClusterID, NewTopicID().String(), im.NodeID)
-		if err := vfs.WriteFileAtomic(c.o.FS, filepath.Join(d, "meta.properties"), []byte(body)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkDirs makes sure every log dir belongs to this cluster and node,
-// formatting dirs added to log.dirs later.
-func (c *Controller) checkDirs(im *Image) error {
-	for _, d := range c.o.LogDirs {
-		data, err := vfs.ReadFile(c.o.FS, filepath.Join(d, "meta.properties"))
-		if vfs.IsNotExist(err) {
-			if err := c.formatDirs(&Image{ClusterID: im.ClusterID, NodeID: im.NodeID}); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		props := map[string]string{}
-		for _, line := range strings.Split(string(data), "\n") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok && !strings.HasPrefix(k, "#") {
-				props[k] = v
-			}
-		}
-		if props["cluster.id"] != im.ClusterID {
-			return fmt.Errorf("log dir %s belongs to cluster %q, not %q", d, props["cluster.id"], im.ClusterID)
-		}
-		if props["node.id"] != fmt.Sprint(im.NodeID) {
-			return fmt.Errorf("log dir %s belongs to node.id %s, not %d", d, props["node.id"], im.NodeID)
-		}
-	}
-	return nil
 }
 
 func (c *Controller) persist(im *Image) error {

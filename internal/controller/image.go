@@ -139,6 +139,3 @@ func unmarshalImage(b []byte) (*Image, error) {
 	}
 	return &im, nil
 }
-
-// NewClusterID returns a random cluster id in Kafka's form (base64url UUID).
-func NewClusterID() string { return NewTopicID().String() }

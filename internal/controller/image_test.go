@@ -15,11 +15,32 @@ func openTest(t *testing.T, fs vfs.FS) *Controller {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Open(Options{FS: fs, LogDirs: []string{"/data"}, NodeID: 1, Broker: func() *config.Broker { return bc }})
+	if _, err := fs.Stat("/data/" + MetadataFile); vfs.IsNotExist(err) {
+		if err := fs.MkdirAll("/data", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := Bootstrap(fs, 1)("/data", "cluster-a"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := Open(Options{FS: fs, MetadataDir: "/data", ClusterID: "cluster-a", NodeID: 1, Broker: func() *config.Broker { return bc }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Open refuses an image of another cluster or node: the log dirs' identity
+// and the metadata's must agree.
+func TestOpenChecksIdentity(t *testing.T) {
+	fs := vfs.NewMem()
+	openTest(t, fs)
+	for _, o := range []Options{{ClusterID: "cluster-b", NodeID: 1}, {ClusterID: "cluster-a", NodeID: 2}} {
+		o.FS, o.MetadataDir = fs, "/data"
+		if _, err := Open(o); err == nil {
+			t.Errorf("Open(cluster %s, node %d) of cluster-a's node 1 image succeeded", o.ClusterID, o.NodeID)
+		}
+	}
 }
 
 // TestTopicByID checks the id index of published images: every topic is

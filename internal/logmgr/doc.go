@@ -8,7 +8,17 @@
 //
 // # On-disk format, per log dir (Kafka's names and layouts)
 //
-//   - <topic>-<partition>/: one directory per partition log (see package log);
+//   - <topic>-<partition>/: one directory per partition log (see package log),
+//     with Kafka's partition.metadata ("version: 0", "topic_id: <id>")
+//     naming the topic id it belongs to;
+//   - <topic>-<partition>.<32 hex digits>-stray/: a stray log (KIP-858): a
+//     partition log found at load that the metadata does not know (Options.
+//     Stray: no such topic or partition, or partition.metadata names another
+//     topic id or none). It is renamed so, durably, instead of being
+//     deleted, since the metadata may be what is wrong; it is never loaded,
+//     served or deleted by Gregor, and Strays lists it (with its size at
+//     load) for /metrics, the admin API and the console. An operator deletes
+//     it, or renames it back, by hand.
 //   - recovery-point-offset-checkpoint, log-start-offset-checkpoint,
 //     replication-offset-checkpoint: version 0, a count, then
 //     "topic partition offset" lines; each rewritten atomically (temp file,

@@ -35,10 +35,11 @@ type Options struct {
 	// ConfigFor resolves a topic's log configuration (topic overrides over
 	// broker defaults).
 	ConfigFor func(topic string) log.Config
-	// Keep reports whether a partition found on disk still exists; logs it
-	// rejects are deleted at load (a topic deleted while the broker was down).
-	// Nil keeps everything.
-	Keep                   func(tp topicpart.TopicPartition) bool
+	// Stray says why a partition log found on disk is unknown to the
+	// metadata, given the topic id its partition.metadata names (zero when
+	// it has none), or "" when it is known. Such logs are set aside as stray
+	// (KIP-858), never deleted. Nil: every log is known.
+	Stray                  func(tp topicpart.TopicPartition, topicID [16]byte) string
 	RecoveryThreadsPerDir  int           // num.recovery.threads.per.data.dir
 	RetentionCheckInterval time.Duration // log.retention.check.interval.ms
 	FlushCheckInterval     time.Duration // log.flush.scheduler.interval.ms (capped to 1s for flush.ms checks)
@@ -55,6 +56,7 @@ type Manager struct {
 	mu     sync.RWMutex
 	logs   map[topicpart.TopicPartition]*log.Log
 	dirOf  map[topicpart.TopicPartition]string
+	strays map[string][]StrayLog // by log dir; guarded by mu
 	ckMu   sync.Mutex
 	timers []clock.Timer
 	stopMu sync.Mutex
@@ -75,7 +77,8 @@ func Open(o Options) (*Manager, error) {
 	if o.RecoveryThreadsPerDir <= 0 {
 		o.RecoveryThreadsPerDir = 1
 	}
-	m := &Manager{o: o, logs: make(map[topicpart.TopicPartition]*log.Log), dirOf: make(map[topicpart.TopicPartition]string)}
+	m := &Manager{o: o, logs: make(map[topicpart.TopicPartition]*log.Log), dirOf: make(map[topicpart.TopicPartition]string),
+		strays: make(map[string][]StrayLog)}
 	var wg sync.WaitGroup
 	errs := make([]error, len(o.Dirs))
 	for i, dir := range o.Dirs {
@@ -152,24 +155,42 @@ func (m *Manager) loadDir(dir string) error {
 		path string
 	}
 	var jobs []job
+	var strays []StrayLog
+	setAside := false
 	for _, n := range names {
-		tp, ok := topicpart.ParseDirName(n)
-		if !ok {
-			continue
-		}
 		st, err := fs.Stat(filepath.Join(dir, n))
 		if err != nil || !st.IsDir() {
 			continue
 		}
-		if m.o.Keep != nil && !m.o.Keep(tp) {
-			m.o.Logger.Info("deleting log of a partition that no longer exists", "dir", dir, "partition", tp)
-			if err := fs.RemoveAll(filepath.Join(dir, n)); err != nil {
-				return err
-			}
+		if tp, ok := topicpart.ParseStrayDirName(n); ok {
+			strays = append(strays, m.strayLog(dir, n, tp))
 			continue
+		}
+		tp, ok := topicpart.ParseDirName(n)
+		if !ok {
+			continue
+		}
+		if m.o.Stray != nil {
+			if reason := m.o.Stray(tp, ReadTopicID(fs, filepath.Join(dir, n))); reason != "" {
+				s, err := m.setAside(dir, n, tp, reason)
+				if err != nil {
+					return err
+				}
+				strays, setAside = append(strays, s), true
+				continue
+			}
 		}
 		jobs = append(jobs, job{tp, filepath.Join(dir, n)})
 	}
+	if setAside {
+		if err := fs.SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	sortStrays(strays)
+	m.mu.Lock()
+	m.strays[dir] = strays
+	m.mu.Unlock()
 	start := m.o.Clock.Now()
 	work := make(chan job)
 	var wg sync.WaitGroup
@@ -206,7 +227,7 @@ func (m *Manager) loadDir(dir string) error {
 	}
 	close(work)
 	wg.Wait()
-	m.o.Logger.Info("loaded log dir", "dir", dir, "partitions", len(jobs), "clean_shutdown", clean,
+	m.o.Logger.Info("loaded log dir", "dir", dir, "partitions", len(jobs), "stray_logs", len(strays), "clean_shutdown", clean,
 		"elapsed", m.o.Clock.Now().Sub(start))
 	return errors.Join(errs...)
 }

@@ -1,6 +1,9 @@
 package logmgr
 
 import (
+	"encoding/base64"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +158,107 @@ func TestProducerExpirationJob(t *testing.T) {
 	}
 	if n := m.RunProducerExpiration(); n != 0 {
 		t.Fatalf("a second pass removed %d producers", n)
+	}
+}
+
+// A partition log the metadata does not know is renamed to Kafka's stray
+// name and kept with its records (KIP-858), never deleted; the rename is
+// durable, and a later start lists the stray without touching it again.
+func TestStrayLogsAreSetAsideNotDeleted(t *testing.T) {
+	fs := vfs.NewMem()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	m := open(t, fs, clk)
+	known, gone := topicpart.TopicPartition{Topic: "orders", Partition: 0}, topicpart.TopicPartition{Topic: "gone", Partition: 0}
+	for _, tp := range []topicpart.TopicPartition{known, gone} {
+		l, err := m.GetOrCreate(tp, testConfig(tp.Topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := l.Append(batch(t, clk.Now().UnixMilli()), log.OriginClient, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	goneDir := m.DirOf(gone)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var asked []topicpart.TopicPartition
+	stray := func(tp topicpart.TopicPartition, _ [16]byte) string {
+		asked = append(asked, tp)
+		if tp == gone {
+			return "the metadata has no topic gone"
+		}
+		return ""
+	}
+	reopen := func(fs vfs.FS) *Manager {
+		m, err := Open(Options{FS: fs, Clock: clk, Dirs: []string{"/d1", "/d2"}, ConfigFor: testConfig, Stray: stray})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m = reopen(fs)
+	if m.Get(gone) != nil || m.Get(known) == nil || m.Get(known).LogEndOffset() != 3 {
+		t.Fatalf("after reopen: gone=%v known=%v", m.Get(gone), m.Get(known))
+	}
+	strays := m.Strays()
+	if len(strays) != 1 || strays[0].TP != gone || strays[0].Dir != goneDir || strays[0].Bytes == 0 {
+		t.Fatalf("Strays() = %+v", strays)
+	}
+	name := strays[0].Name
+	if !strings.HasPrefix(name, "gone-0.") || !strings.HasSuffix(name, "-stray") || len(name) != len("gone-0.")+32+len("-stray") {
+		t.Fatalf("stray dir name %q, want gone-0.<32 hex digits>-stray", name)
+	}
+	// The records are still there, byte for byte a log Kafka's tools read.
+	l, err := log.Open(log.Options{FS: fs, Clock: clk, Dir: filepath.Join(goneDir, name), Config: testConfig("gone"),
+		RecoveryPoint: -1, LogStartOffset: -1, HighWatermark: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 3 {
+		t.Fatalf("stray log end offset %d, want 3", l.LogEndOffset())
+	}
+	l.Close()
+	if _, err := fs.Stat(filepath.Join(goneDir, "gone-0")); !vfs.IsNotExist(err) {
+		t.Fatalf("gone-0 still there: %v", err)
+	}
+	// Durable: a crash now keeps the rename.
+	crashed := fs.CrashClone()
+	if _, err := crashed.Stat(filepath.Join(goneDir, name)); err != nil {
+		t.Fatalf("the stray rename is not durable: %v", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	asked = nil
+	m = reopen(fs)
+	defer m.Close()
+	if got := m.Strays(); len(got) != 1 || got[0].Name != name {
+		t.Fatalf("second start: Strays() = %+v", got)
+	}
+	for _, tp := range asked {
+		if tp == gone {
+			t.Fatal("a stray log was offered to Stray again")
+		}
+	}
+}
+
+func TestReadTopicID(t *testing.T) {
+	fs := vfs.NewMem()
+	if err := fs.MkdirAll("/d/t-0", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if id := ReadTopicID(fs, "/d/t-0"); id != [16]byte{} {
+		t.Fatalf("no file: %x", id)
+	}
+	want := [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	body := "version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(want[:]) + "\n"
+	if err := vfs.WriteFileAtomic(fs, "/d/t-0/"+PartitionMetadataFile, []byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if id := ReadTopicID(fs, "/d/t-0"); id != want {
+		t.Fatalf("ReadTopicID = %x, want %x", id, want)
 	}
 }

@@ -389,14 +389,11 @@ func (w *Waiter) Done() {
 	}
 }
 
-// PartitionMetadataFile is Kafka's per-partition file naming the topic id.
-const PartitionMetadataFile = "partition.metadata"
-
 // writePartitionMetadata writes Kafka's partition.metadata ("version: 0",
 // "topic_id: <base64url id>") unless it already says this topic id.
 func writePartitionMetadata(logs *logmgr.Manager, dir string, topicID [16]byte) error {
 	body := []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(topicID[:])))
-	path := filepath.Join(dir, PartitionMetadataFile)
+	path := filepath.Join(dir, logmgr.PartitionMetadataFile)
 	if old, err := vfs.ReadFile(logs.FS(), path); err == nil && bytes.Equal(old, body) {
 		return nil
 	}

@@ -62,6 +62,9 @@ func StartIn(t testing.TB, dir string, overrides map[string]string) *Broker {
 		t.Fatal(err)
 	}
 	if err := b.Start(); err != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = b.Shutdown(ctx) // releases what Start took, the log dirs' locks included
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
