@@ -311,7 +311,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		b.shutdownErr = errors.Join(errs...)
-		if b.shutdownErr == nil {
+		if b.shutdownErr == nil && b.srv != nil { // a broker that never started has nothing to report
 			b.logger.Info("shut down cleanly")
 		}
 	})

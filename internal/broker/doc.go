@@ -1,9 +1,15 @@
 // Package broker is the composition root: it builds every subsystem from the
 // broker configuration and starts and stops them in order.
 //
-// Start: configuration → controller (metadata image; formats new log dirs)
-// → log manager (loads and recovers every partition log; /readyz "log
-// recovery") → replica manager hosting every partition of every topic →
+// Start: configuration → log dirs (package logdirs: lock .lock in every dir
+// for the process's life, then check every meta.properties agrees and find
+// the metadata; format them when all are empty; anything else inconsistent
+// stops the start with a message per dir, nothing written) → controller
+// (the metadata image from the dir logdirs found) → log manager (loads and
+// recovers every partition log; a log the metadata does not know, by topic,
+// partition or topic id (strayReason, Kafka's isStrayKraftReplica), is
+// renamed stray and kept; /readyz "log recovery") → replica manager hosting
+// every partition of every topic →
 // group coordinator (replays __consumer_offsets in the background) →
 // request handler → Kafka listener → admin HTTP listener → background jobs
 // (the log manager's, then the log cleaner when log.cleaner.enable, with its
@@ -28,7 +34,7 @@
 // let in-flight requests finish, stop the admin listener, stop the log
 // cleaner (a cleaning under way is abandoned), then close the log manager,
 // which flushes every log, writes the checkpoint files and the clean-shutdown
-// marker.
+// marker, and last release the log dirs' locks.
 //
 // Metrics (metrics.go): /metrics carries, besides the listener's request and
 // socket counters (package server), the replica manager's BrokerTopicMetrics
