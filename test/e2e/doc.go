@@ -2,7 +2,8 @@
 // kgo and kadm, and kcat through os/exec) against real brokers on loopback.
 //
 // Most tests start an in-process broker with internal/broker/brokertest. The
-// tests that need a process to kill (durability) or the command line itself
+// tests that need a process to kill (durability), a second process on the
+// same data dir, a start that must be refused, or the command line itself
 // run the gregor binary, which TestMain builds once into a temp dir (or takes
 // from $GREGOR_BIN when set, as scripts/test.sh does). The binary is started
 // with --listen 127.0.0.1:0 and --admin-listen 127.0.0.1:0, and the test reads
