@@ -163,27 +163,10 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.adm.SetReady("metadata", true)
-	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
-	flushCheck := ms("log.flush.scheduler.interval.ms")
-	if flushCheck <= 0 || flushCheck > time.Second {
-		flushCheck = time.Second
-	}
-	b.logs, err = logmgr.Open(logmgr.Options{
-		FS: b.o.FS, Clock: b.o.Clock, Dirs: dirs, Logger: b.logger,
-		ConfigFor:              b.logConfigFor,
-		Stray:                  b.strayReason,
-		RecoveryThreadsPerDir:  int(cfg.Int("num.recovery.threads.per.data.dir")),
-		RetentionCheckInterval: ms("log.retention.check.interval.ms"),
-		FlushCheckInterval:     flushCheck,
-		RecoveryPointInterval:  ms("log.flush.offset.checkpoint.interval.ms"),
-		LogStartInterval:       ms("log.flush.start.offset.checkpoint.interval.ms"),
-		HighWatermarkInterval:  ms("replica.high.watermark.checkpoint.interval.ms"),
-
-		ProducerExpirationCheckInterval: ms("producer.id.expiration.check.interval.ms"),
-	})
-	if err != nil {
+	if b.logs, err = b.openLogs(cfg, dirs); err != nil {
 		return err
 	}
+	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
 	b.replicas = replica.New(b.logs, cfg.Bool("gregor.ack.fsync"), b.logger)
 	for _, t := range b.ctrl.Image().SortedTopics() {
 		if err := b.hostTopic(t, 0); err != nil {
@@ -238,6 +221,29 @@ func (b *Broker) Start() error {
 	admin.RegisterConsole(b.adm, b.api)
 	b.registerMetrics()
 	return nil
+}
+
+// openLogs loads every partition log of dirs (logmgr.Open), setting aside
+// the ones the metadata does not know.
+func (b *Broker) openLogs(cfg *config.Broker, dirs []string) (*logmgr.Manager, error) {
+	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
+	flushCheck := ms("log.flush.scheduler.interval.ms")
+	if flushCheck <= 0 || flushCheck > time.Second {
+		flushCheck = time.Second
+	}
+	return logmgr.Open(logmgr.Options{
+		FS: b.o.FS, Clock: b.o.Clock, Dirs: dirs, Logger: b.logger,
+		ConfigFor:              b.logConfigFor,
+		Stray:                  b.strayReason,
+		RecoveryThreadsPerDir:  int(cfg.Int("num.recovery.threads.per.data.dir")),
+		RetentionCheckInterval: ms("log.retention.check.interval.ms"),
+		FlushCheckInterval:     flushCheck,
+		RecoveryPointInterval:  ms("log.flush.offset.checkpoint.interval.ms"),
+		LogStartInterval:       ms("log.flush.start.offset.checkpoint.interval.ms"),
+		HighWatermarkInterval:  ms("replica.high.watermark.checkpoint.interval.ms"),
+
+		ProducerExpirationCheckInterval: ms("producer.id.expiration.check.interval.ms"),
+	})
 }
 
 // Addr is the client listener's address.

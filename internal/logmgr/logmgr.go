@@ -146,53 +146,12 @@ func (m *Manager) loadDir(dir string) error {
 	rp := m.readCheckpoint(dir, RecoveryPointCheckpoint)
 	ls := m.readCheckpoint(dir, LogStartCheckpoint)
 	hw := m.readCheckpoint(dir, ReplicationCheckpoint)
-	names, err := fs.List(dir)
+	jobs, err := m.scanDir(dir)
 	if err != nil {
 		return err
 	}
-	type job struct {
-		tp   topicpart.TopicPartition
-		path string
-	}
-	var jobs []job
-	var strays []StrayLog
-	setAside := false
-	for _, n := range names {
-		st, err := fs.Stat(filepath.Join(dir, n))
-		if err != nil || !st.IsDir() {
-			continue
-		}
-		if tp, ok := topicpart.ParseStrayDirName(n); ok {
-			strays = append(strays, m.strayLog(dir, n, tp))
-			continue
-		}
-		tp, ok := topicpart.ParseDirName(n)
-		if !ok {
-			continue
-		}
-		if m.o.Stray != nil {
-			if reason := m.o.Stray(tp, ReadTopicID(fs, filepath.Join(dir, n))); reason != "" {
-				s, err := m.setAside(dir, n, tp, reason)
-				if err != nil {
-					return err
-				}
-				strays, setAside = append(strays, s), true
-				continue
-			}
-		}
-		jobs = append(jobs, job{tp, filepath.Join(dir, n)})
-	}
-	if setAside {
-		if err := fs.SyncDir(dir); err != nil {
-			return err
-		}
-	}
-	sortStrays(strays)
-	m.mu.Lock()
-	m.strays[dir] = strays
-	m.mu.Unlock()
 	start := m.o.Clock.Now()
-	work := make(chan job)
+	work := make(chan loadJob)
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var errs []error
@@ -227,9 +186,66 @@ func (m *Manager) loadDir(dir string) error {
 	}
 	close(work)
 	wg.Wait()
-	m.o.Logger.Info("loaded log dir", "dir", dir, "partitions", len(jobs), "stray_logs", len(strays), "clean_shutdown", clean,
+	m.mu.RLock()
+	nStray := len(m.strays[dir])
+	m.mu.RUnlock()
+	m.o.Logger.Info("loaded log dir", "dir", dir, "partitions", len(jobs), "stray_logs", nStray, "clean_shutdown", clean,
 		"elapsed", m.o.Clock.Now().Sub(start))
 	return errors.Join(errs...)
+}
+
+// loadJob is a partition log to load.
+type loadJob struct {
+	tp   topicpart.TopicPartition
+	path string
+}
+
+// scanDir lists the partition logs of dir to load, sets aside (durably)
+// the ones the metadata does not know, and records dir's stray logs.
+func (m *Manager) scanDir(dir string) ([]loadJob, error) {
+	fs := m.o.FS
+	names, err := fs.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	var jobs []loadJob
+	var strays []StrayLog
+	setAside := false
+	for _, n := range names {
+		st, err := fs.Stat(filepath.Join(dir, n))
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		if tp, ok := topicpart.ParseStrayDirName(n); ok {
+			strays = append(strays, m.strayLog(dir, n, tp))
+			continue
+		}
+		tp, ok := topicpart.ParseDirName(n)
+		if !ok {
+			continue
+		}
+		if m.o.Stray != nil {
+			if reason := m.o.Stray(tp, ReadTopicID(fs, filepath.Join(dir, n))); reason != "" {
+				s, err := m.setAside(dir, n, tp, reason)
+				if err != nil {
+					return nil, err
+				}
+				strays, setAside = append(strays, s), true
+				continue
+			}
+		}
+		jobs = append(jobs, loadJob{tp, filepath.Join(dir, n)})
+	}
+	if setAside {
+		if err := fs.SyncDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	sortStrays(strays)
+	m.mu.Lock()
+	m.strays[dir] = strays
+	m.mu.Unlock()
+	return jobs, nil
 }
 
 // Get returns the log of tp, or nil.
