@@ -38,7 +38,8 @@ type Options struct {
 	// Stray says why a partition log found on disk is unknown to the
 	// metadata, given the topic id its partition.metadata names (zero when
 	// it has none), or "" when it is known. Such logs are set aside as stray
-	// (KIP-858), never deleted. Nil: every log is known.
+	// (KIP-858), never deleted. Nil: every log is known. Open calls it
+	// concurrently, from one goroutine per log dir.
 	Stray                  func(tp topicpart.TopicPartition, topicID [16]byte) string
 	RecoveryThreadsPerDir  int           // num.recovery.threads.per.data.dir
 	RetentionCheckInterval time.Duration // log.retention.check.interval.ms

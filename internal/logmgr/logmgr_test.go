@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,8 +185,13 @@ func TestStrayLogsAreSetAsideNotDeleted(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var asked []topicpart.TopicPartition
+	var (
+		mu    sync.Mutex // Stray is called from one goroutine per log dir
+		asked []topicpart.TopicPartition
+	)
 	stray := func(tp topicpart.TopicPartition, _ [16]byte) string {
+		mu.Lock()
+		defer mu.Unlock()
 		asked = append(asked, tp)
 		if tp == gone {
 			return "the metadata has no topic gone"
