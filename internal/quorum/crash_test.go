@@ -77,6 +77,9 @@ func peerWorkload(fs vfs.FS, seed uint64, steps int, acked, proposed *[]string) 
 
 func TestPeerCrashAtEveryStep(t *testing.T) {
 	seeds, steps := 2, 40
+	if raceEnabled {
+		seeds, steps = 1, 15 // single goroutine; the race detector only slows it
+	}
 	if os.Getenv("GREGOR_LONG") != "" {
 		seeds, steps = 20, 120
 	}

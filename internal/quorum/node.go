@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -48,6 +49,9 @@ type Node struct {
 	readSeq uint64
 	ticks   int
 	last    EntryID // last entry applied or restored
+	// When each member was last heard from and last caught up (leader's
+	// view, for Status).
+	heard, caughtUp map[uint64]time.Time
 }
 
 type report struct {
@@ -88,6 +92,9 @@ func Open(cfg Config) (*Node, error) {
 		leadC:   make(chan struct{}),
 		lead:    Leadership{Leader: NoLeader},
 		reads:   map[uint64]*readReq{},
+		heard:   map[uint64]time.Time{},
+
+		caughtUp: map[uint64]time.Time{},
 	}
 	p, err := NewPeer(cfg, nodeObserver{n})
 	if err != nil {
@@ -128,7 +135,7 @@ func (n *Node) run() {
 			n.peer.Tick()
 			n.onTick()
 		case m := <-n.inbox:
-			n.peer.Step(m)
+			n.step(m)
 			n.drainInbox()
 		case <-n.reportC:
 			n.drainReports()
@@ -144,13 +151,18 @@ func (n *Node) run() {
 	}
 }
 
+func (n *Node) step(m *pb.Message) {
+	n.heard[m.GetFrom()] = n.cfg.Clock.Now()
+	n.peer.Step(m)
+}
+
 // drainInbox steps what else has arrived, so one Ready (one fsync) covers
 // a burst of messages.
 func (n *Node) drainInbox() {
 	for range 256 {
 		select {
 		case m := <-n.inbox:
-			n.peer.Step(m)
+			n.step(m)
 		default:
 			return
 		}
@@ -186,6 +198,8 @@ func (n *Node) drainReports() {
 // (raft drops them while no leader is known) and forgets abandoned waits.
 func (n *Node) onTick() {
 	n.ticks++
+	now := n.cfg.Clock.Now()
+	n.peer.visitCaughtUp(func(id uint64) { n.caughtUp[id] = now })
 	if n.ticks%n.cfg.Timing.ElectionTicks == 0 {
 		n.retryReads()
 	}
@@ -396,7 +410,7 @@ func (n *Node) retryReads() {
 // Status is the node's current view of the quorum.
 func (n *Node) Status(ctx context.Context) (Status, error) {
 	c := make(chan Status, 1)
-	if err := n.submit(ctx, func() { c <- n.peer.Status() }); err != nil {
+	if err := n.submit(ctx, func() { c <- n.status() }); err != nil {
 		return Status{}, err
 	}
 	select {
@@ -407,6 +421,21 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	case <-n.done:
 		return Status{}, n.stopErr()
 	}
+}
+
+func (n *Node) status() Status {
+	s := n.peer.Status()
+	now := n.cfg.Clock.Now()
+	for i := range s.Replicas {
+		r := &s.Replicas[i]
+		id := RaftID(r.NodeID)
+		if r.NodeID == n.cfg.NodeID {
+			r.LastContact, r.LastCaughtUp = now, now
+			continue
+		}
+		r.LastContact, r.LastCaughtUp = n.heard[id], n.caughtUp[id]
+	}
+	return s
 }
 
 // Leadership is the latest term and leader this node knows of.

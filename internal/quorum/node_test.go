@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/quorum"
 	"github.com/gregor-broker/gregor/internal/quorum/quorumtest"
@@ -193,6 +195,7 @@ func TestThreeNodesElectAndReplicate(t *testing.T) {
 		if i, err := c.nodes[f].CaughtUp(ctx); err != nil || i < ids[19].Index {
 			t.Fatalf("follower CaughtUp = %d, %v", i, err)
 		}
+		time.Sleep(200 * time.Millisecond) // a couple of ticks, so catch-up times are sampled
 		st, _ := c.nodes[l].Status(ctx)
 		if len(st.Replicas) != 3 {
 			t.Fatalf("leader status %+v", st)
@@ -200,6 +203,9 @@ func TestThreeNodesElectAndReplicate(t *testing.T) {
 		for _, r := range st.Replicas {
 			if r.Match < ids[19].Index || r.State != "StateReplicate" {
 				t.Fatalf("replica %+v behind %v", r, ids[19])
+			}
+			if time.Since(r.LastContact) > time.Second || time.Since(r.LastCaughtUp) > time.Second {
+				t.Fatalf("replica %+v: last contact or catch-up too old", r)
 			}
 		}
 	})
@@ -362,4 +368,56 @@ func TestOpenRefusesMissingOrForeignState(t *testing.T) {
 	if err := quorum.Bootstrap(vfs.NewMem(), metaDir, quorum.BootstrapConfig{ClusterID: "c1", NodeID: 4, Voters: []int32{1}}); err == nil {
 		t.Error("bootstrap of a node that is not a voter succeeded")
 	}
+}
+
+func TestRemoveVotersIncludingTheLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, []int32{0, 1, 2}, func(cfg *quorum.Config) { cfg.SnapshotEntries, cfg.SnapshotKeepEntries = 4, 1 })
+		ctx := ctxT(t)
+		l := c.leader(10 * time.Second)
+		f := (l + 1) % 3
+		remove := func(on, victim int32) {
+			t.Helper()
+			cc := &pb.ConfChange{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(quorum.RaftID(victim))}
+			if err := c.nodes[on].ProposeConfChange(ctx, cc); err != nil {
+				t.Fatal(err)
+			}
+		}
+		voters := func(id int32) []int32 {
+			st, err := c.nodes[id].Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Voters
+		}
+		remove(l, f)
+		for slices.Contains(voters(l), f) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		c.crash(f)
+		for i := range 6 {
+			if _, err := c.nodes[l].ProposeAndWait(ctx, fmt.Appendf(nil, "two-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The leader removes itself: it steps down, and the last voter
+		// elects itself.
+		last := 3 - l - f
+		remove(l, l)
+		for !c.nodes[last].Leadership().Local {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c.nodes[l].Leadership().Local {
+			t.Fatal("a removed leader still leads")
+		}
+		if _, err := c.nodes[last].ProposeAndWait(ctx, []byte("alone")); err != nil {
+			t.Fatal(err)
+		}
+		// After a restart the membership comes back from the snapshot and WAL.
+		c.crash(last)
+		c.start(last)
+		if got := voters(last); !slices.Equal(got, []int32{last}) {
+			t.Fatalf("voters after restart %v, want [%d]", got, last)
+		}
+	})
 }

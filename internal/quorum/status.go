@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"slices"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/tracker"
@@ -39,6 +40,12 @@ type ReplicaProgress struct {
 	// RecentActive: the member was heard from within the last election
 	// timeout.
 	RecentActive bool
+	// LastContact is when the leader last received a message from the
+	// member, LastCaughtUp when the member's Match last reached the
+	// leader's last index (checked every tick): DescribeQuorum's
+	// LastFetchTimestamp and LastCaughtUpTimestamp. Zero if unknown; only
+	// a Node fills them in.
+	LastContact, LastCaughtUp time.Time
 }
 
 var roles = map[raft.StateType]string{
@@ -81,4 +88,18 @@ func (p *Peer) Status() Status {
 func replicaProgress(id uint64, pr tracker.Progress) ReplicaProgress {
 	return ReplicaProgress{NodeID: NodeID(id), Learner: pr.IsLearner, Match: pr.Match, Next: pr.Next,
 		State: pr.State.String(), RecentActive: pr.RecentActive}
+}
+
+// visitCaughtUp calls f with the raft id of every member whose log reaches
+// the leader's last index (nothing on a follower).
+func (p *Peer) visitCaughtUp(f func(id uint64)) {
+	if !p.lead.Local {
+		return
+	}
+	last := p.lastIndex()
+	p.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if pr.Match >= last {
+			f(id)
+		}
+	})
 }

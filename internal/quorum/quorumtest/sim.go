@@ -91,6 +91,7 @@ type Sim struct {
 	// Counters, so tests can show that the faults they ask for happen.
 	Delivered, Installed, Crashes, Elections int
 	failed                                   bool
+	digest                                   uint64
 }
 
 type histEntry struct {
@@ -156,6 +157,19 @@ func New(t *testing.T, opts Options) *Sim {
 	}
 	return s
 }
+
+const fnvPrime = 1099511628211
+
+func fnv1a(h uint64, vs ...uint64) uint64 {
+	for _, v := range vs {
+		h = (h ^ v) * fnvPrime
+	}
+	return h
+}
+
+// Digest is a hash of every event processed so far (time, kind, nodes and
+// message bytes): two runs of one seed must agree on it.
+func (s *Sim) Digest() uint64 { return s.digest }
 
 // Seed is the seed this Sim replays from.
 func (s *Sim) Seed() uint64 { return s.opts.Seed }
@@ -394,6 +408,10 @@ func (s *Sim) step() {
 	defer s.recoverPanic()
 	e := heap.Pop(&s.events).(*event)
 	s.now = e.at
+	s.digest = fnv1a(s.digest, uint64(e.at), uint64(e.kind), uint64(e.to), uint64(e.from), uint64(len(e.msg)))
+	for _, b := range e.msg {
+		s.digest = (s.digest ^ uint64(b)) * fnvPrime
+	}
 	n := s.nodes[e.to]
 	if !n.Up() || e.inc != n.incarnation {
 		// The node it was for crashed since. A message in flight to it

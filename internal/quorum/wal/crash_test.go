@@ -143,6 +143,9 @@ func crashWorkload(fs vfs.FS, seed uint64, steps int, r *crashRun) error {
 
 func TestCrashAtEveryStep(t *testing.T) {
 	seeds, steps := 4, 50
+	if raceEnabled {
+		seeds, steps = 1, 30 // no concurrency here; the race detector only slows it
+	}
 	if os.Getenv("GREGOR_LONG") != "" {
 		seeds, steps = 40, 120
 	}
