@@ -89,6 +89,19 @@
 // one before are deleted. An installed snapshot is written the same way,
 // with the Ready's entries and HardState in its marker.
 //
+// # Wiring (what the composition root does)
+//
+//	meta, _ := quorum.ReadMeta(fs, dir)        // after quorum.Bootstrap, once
+//	dirs, _ := transport.OpenPeerDirectories(fs, dir+"/peer-directories")
+//	tr, _ := transport.New(transport.Config{ClusterID: meta.ClusterID, NodeID: id,
+//		DirectoryID: meta.DirectoryID, Peers: voterAddrs, PeerDirectories: dirs})
+//	n, _ := quorum.Open(quorum.Config{FS: fs, Dir: dir, NodeID: id,
+//		StateMachine: sm, Transport: tr, Timing: quorum.TimingFromKafka(electionMs)})
+//	tr.Start(n)
+//	go tr.Serve(controllerListener, kafkaControllerRPCs)
+//
+// Close the Node, then the Transport.
+//
 // # Goroutines
 //
 // A Node has one goroutine, the raft loop, which owns the Peer (and so the

@@ -421,3 +421,12 @@ func TestRemoveVotersIncludingTheLeader(t *testing.T) {
 		}
 	})
 }
+
+func TestTimingFromKafka(t *testing.T) {
+	if got := quorum.TimingFromKafka(1000); got != quorum.DefaultTiming() {
+		t.Fatalf("Kafka's default election timeout gives %+v, want the default %+v", got, quorum.DefaultTiming())
+	}
+	if got := quorum.TimingFromKafka(300); got.Tick != 30*time.Millisecond || got.ElectionTicks != 10 {
+		t.Fatalf("300 ms gives %+v", got)
+	}
+}

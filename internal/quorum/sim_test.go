@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -88,37 +89,66 @@ func runChaosWith(t *testing.T, seed uint64, fail func(string)) uint64 {
 		nodes = 5
 	}
 	sim := quorumtest.New(t, quorumtest.Options{Nodes: nodes, Seed: seed, Fail: fail})
-	rng := sim.Rand()
-	var pending []proposal
-	acked := map[quorum.EntryID][]byte{}
-	sim.OnApplied(func(node int32, id quorum.EntryID) {
-		for i := 0; i < len(pending); i++ {
-			if p := pending[i]; p.node == node && p.id == id {
-				acked[id] = p.data
-				pending = append(pending[:i], pending[i+1:]...)
-				i--
+	w := &workload{sim: sim, seed: seed, acked: map[quorum.EntryID][]byte{}}
+	for i := range nodes {
+		w.ids = append(w.ids, int32(i))
+	}
+	sim.OnApplied(w.applied)
+	w.chaos(20 * time.Second)
+	final := w.healAndCommit(30 * time.Second)
+	t.Logf("nodes=%d final=%v acked=%d unacked=%d delivered=%d elections=%d crashes=%d snapshots-installed=%d",
+		nodes, final, len(w.acked), len(w.pending), sim.Delivered, sim.Elections, sim.Crashes, sim.Installed)
+	for _, n := range sim.Nodes() {
+		log := logOf(n)
+		for id, data := range w.acked {
+			if !bytes.Equal(log.Lookup(id), data) {
+				sim.Fatalf("node %d lost acknowledged entry %v (%q)", n.ID, id, data)
 			}
 		}
-	})
-	k := 0
-	propose := func(node int32) {
-		k++
-		data := fmt.Appendf(nil, "s%d-%d", seed, k)
-		if id, err := sim.Propose(node, data); err == nil {
-			pending = append(pending, proposal{node: node, id: id, data: data})
+	}
+	return sim.Digest()
+}
+
+// workload proposes on whoever leads and tracks which proposals were
+// acknowledged: applied by their proposer at the EntryID it was given, as
+// Node.WaitCommitted would report.
+type workload struct {
+	sim     *quorumtest.Sim
+	seed    uint64
+	ids     []int32
+	k       int
+	pending []proposal
+	acked   map[quorum.EntryID][]byte
+}
+
+func (w *workload) applied(node int32, id quorum.EntryID) {
+	w.pending = slices.DeleteFunc(w.pending, func(p proposal) bool {
+		if p.node == node && p.id == id {
+			w.acked[id] = p.data
+			return true
 		}
+		return false
+	})
+}
+
+func (w *workload) propose(node int32) {
+	w.k++
+	data := fmt.Appendf(nil, "s%d-%d", w.seed, w.k)
+	if id, err := w.sim.Propose(node, data); err == nil {
+		w.pending = append(w.pending, proposal{node: node, id: id, data: data})
 	}
-	ids := make([]int32, nodes)
-	for i := range ids {
-		ids[i] = int32(i)
-	}
-	pick := func() int32 { return ids[rng.IntN(nodes)] }
-	for sim.Now() < 20*time.Second {
+}
+
+// chaos runs d of virtual time with proposals and seeded faults.
+func (w *workload) chaos(d time.Duration) {
+	sim, rng := w.sim, w.sim.Rand()
+	pick := func() int32 { return w.ids[rng.IntN(len(w.ids))] }
+	for sim.Now() < d {
 		switch p := rng.IntN(1000); {
 		case p < 500:
 			for _, l := range sim.Leaders() {
 				for range 1 + rng.IntN(3) {
-					propose(l)
+					w.propose(l)
 				}
 			}
 		case p < 530:
@@ -127,7 +157,7 @@ func runChaosWith(t *testing.T, seed uint64, fail func(string)) uint64 {
 			sim.Restart(pick())
 		case p < 620:
 			a := pick()
-			sim.Partition([]int32{a}, without(ids, a))
+			sim.Partition([]int32{a}, without(w.ids, a))
 		case p < 630:
 			sim.CutLink(pick(), pick())
 		case p < 670:
@@ -137,15 +167,20 @@ func runChaosWith(t *testing.T, seed uint64, fail func(string)) uint64 {
 		}
 		sim.RunFor(time.Duration(20+rng.IntN(180)) * time.Millisecond)
 	}
-	// Heal everything; the cluster must elect a leader and commit again.
+}
+
+// healAndCommit heals everything and restarts every node; then a leader
+// must commit a new entry into every node's state within limit. It
+// proposes again whenever leadership moves (a proposal of an older term may
+// be lost) and counts an entry installed with a snapshot as well as one
+// applied.
+func (w *workload) healAndCommit(limit time.Duration) quorum.EntryID {
+	sim := w.sim
 	sim.Heal()
 	sim.SetDropRate(0)
-	for _, id := range ids {
+	for _, id := range w.ids {
 		sim.Restart(id)
 	}
-	// Propose on the leader, again whenever leadership moves (a proposal
-	// of an older term may be lost), until one is in every node's state
-	// (applied, or installed with a snapshot).
 	var final quorum.EntryID
 	ok := sim.RunUntil(func() bool {
 		l := sim.Leader()
@@ -163,21 +198,11 @@ func runChaosWith(t *testing.T, seed uint64, fail func(string)) uint64 {
 			}
 		}
 		return true
-	}, 30*time.Second)
+	}, limit)
 	if !ok {
-		sim.Fatalf("no leader committed a new entry on every node within 30s of healing (last proposal %v)", final)
+		sim.Fatalf("no leader committed a new entry on every node within %v of healing (last proposal %v)", limit, final)
 	}
-	t.Logf("nodes=%d final=%v acked=%d unacked=%d delivered=%d elections=%d crashes=%d snapshots-installed=%d",
-		nodes, final, len(acked), len(pending), sim.Delivered, sim.Elections, sim.Crashes, sim.Installed)
-	for _, n := range sim.Nodes() {
-		log := logOf(n)
-		for id, data := range acked {
-			if !bytes.Equal(log.Lookup(id), data) {
-				sim.Fatalf("node %d lost acknowledged entry %v (%q)", n.ID, id, data)
-			}
-		}
-	}
-	return sim.Digest()
+	return final
 }
 
 func logOf(n *quorumtest.Node) *quorumtest.LogSM {

@@ -91,7 +91,7 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 // it fails or the transport closes.
 func (t *Transport) HandleConn(c net.Conn) {
 	defer c.Close()
-	if !t.track(c) {
+	if t.handler == nil || !t.track(c) {
 		return
 	}
 	defer t.untrack(c)

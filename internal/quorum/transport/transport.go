@@ -1,10 +1,12 @@
 package transport
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -146,6 +148,9 @@ func (t *Transport) Send(msgs []*pb.Message) {
 
 // failed reports a message that will not be delivered.
 func (t *Transport) failed(to uint64, snap bool) {
+	if t.handler == nil {
+		return // not started: nobody to tell
+	}
 	t.handler.ReportUnreachable(to)
 	if snap {
 		t.handler.ReportSnapshot(to, raft.SnapshotFailure)
@@ -167,6 +172,7 @@ func (t *Transport) Peers() []PeerStatus {
 	for id, ls := range t.lanes {
 		out = append(out, ls[laneMsg].status(id))
 	}
+	slices.SortFunc(out, func(a, b PeerStatus) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	return out
 }
 
