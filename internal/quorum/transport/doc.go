@@ -47,6 +47,9 @@
 // Every MsgSnap ends in exactly one ReportSnapshot: finish once its frame is
 // written and flushed, failure if it was dropped or the write failed.
 //
+// The address book is the static voter list (controller.quorum.voters);
+// learners joining through the metadata log (phase 2) will need it to grow.
+//
 // # Goroutines
 //
 // Two senders per peer (started by Start), one accept loop per Serve, one

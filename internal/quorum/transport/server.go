@@ -23,6 +23,9 @@ const peekTimeout = 10 * time.Second
 // Serve accepts connections on ln until Close, which closes ln: raft
 // connections (opening with Magic) are served here, every other connection
 // goes to fallback (nil: closed) with its first bytes still to be read.
+// fallback runs on the connection's own goroutine and may serve it for its
+// whole life: the Kafka server owns those connections, and Close does not
+// wait for them.
 func (t *Transport) Serve(ln net.Listener, fallback func(net.Conn)) error {
 	t.mu.Lock()
 	if t.closed {
@@ -50,26 +53,31 @@ func (t *Transport) Serve(ln net.Listener, fallback func(net.Conn)) error {
 		}
 		t.wg.Add(1)
 		go func() {
-			defer t.wg.Done()
-			t.route(c, fallback)
+			other := t.route(c, fallback != nil)
+			t.wg.Done()
+			if other != nil {
+				fallback(other)
+			}
 		}()
 	}
 }
 
-func (t *Transport) route(c net.Conn, fallback func(net.Conn)) {
+// route serves a raft connection, or returns a connection that is not one
+// (its first bytes replayed) for the fallback.
+func (t *Transport) route(c net.Conn, hasFallback bool) net.Conn {
 	var first [4]byte
 	c.SetReadDeadline(t.deadline(peekTimeout))
 	n, err := io.ReadFull(c, first[:])
 	c.SetReadDeadline(time.Time{})
 	if err == nil && IsRaft(first[:]) {
 		t.HandleConn(&prefixConn{Conn: c, prefix: first[:]})
-		return
+		return nil
 	}
-	if fallback == nil || n == 0 {
+	if !hasFallback || n == 0 {
 		c.Close()
-		return
+		return nil
 	}
-	fallback(&prefixConn{Conn: c, prefix: first[:n]})
+	return &prefixConn{Conn: c, prefix: first[:n]}
 }
 
 // prefixConn replays bytes already read from a connection.
