@@ -20,8 +20,8 @@ var ErrNotFound = errors.New("not found")
 var ErrUnavailable = errors.New("temporarily unavailable")
 
 // Source is the broker state the JSON API (/v1/) and the web console read.
-// The broker implements it over its own in-process state (no Kafka round
-// trips); every method returns a consistent-enough snapshot taken at call
+// Package admin/source implements it over the broker's in-process state (no
+// Kafka round trips); every method returns a consistent-enough snapshot taken at call
 // time and never blocks on a long operation. Implementations must be safe
 // for concurrent use.
 type Source interface {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gregor-broker/gregor/internal/admin"
+	"github.com/gregor-broker/gregor/internal/admin/source"
 	"github.com/gregor-broker/gregor/internal/api"
 	"github.com/gregor-broker/gregor/internal/cleaner"
 	"github.com/gregor-broker/gregor/internal/clock"
@@ -54,7 +55,7 @@ type Broker struct {
 	groups   *group.Coordinator
 	srv      *server.Server
 	adm      *admin.Admin
-	api      *source // the admin JSON API's and web console's view
+	view     *source.Source // what the admin JSON API and web console read
 
 	advHost string
 	advPort int32
@@ -216,9 +217,9 @@ func (b *Broker) Start() error {
 	}
 	b.logs.Start()
 	b.startCleaner()
-	b.api = newSource(b)
-	admin.RegisterAPI(b.adm, b.api)
-	admin.RegisterConsole(b.adm, b.api)
+	b.view = b.newSource()
+	admin.RegisterAPI(b.adm, b.view)
+	admin.RegisterConsole(b.adm, b.view)
 	b.registerMetrics()
 	return nil
 }
@@ -244,6 +245,36 @@ func (b *Broker) openLogs(cfg *config.Broker, dirs []string) (*logmgr.Manager, e
 
 		ProducerExpirationCheckInterval: ms("producer.id.expiration.check.interval.ms"),
 	})
+}
+
+// newSource builds the admin JSON API's and web console's read model over
+// the started broker.
+func (b *Broker) newSource() *source.Source {
+	return source.New(source.Deps{
+		Metadata: b.ctrl, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups,
+		Config: b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
+		Listener: func() (string, string, int32) {
+			name := "PLAINTEXT"
+			if bind, _, err := b.clientEndpoint(); err == nil {
+				name = bind.Listener
+			}
+			return name, b.advHost, b.advPort
+		},
+		AdminAddr: func() string {
+			if a := b.AdminAddr(); a != nil {
+				return a.String()
+			}
+			return ""
+		},
+	})
+}
+
+// Source is what the admin JSON API and web console read; nil before Start.
+func (b *Broker) Source() admin.Source {
+	if b.view == nil {
+		return nil
+	}
+	return b.view
 }
 
 // Addr is the client listener's address.

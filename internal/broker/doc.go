@@ -14,19 +14,12 @@
 // request handler → Kafka listener → admin HTTP listener → background jobs
 // (the log manager's, then the log cleaner when log.cleaner.enable, with its
 // status at GET /v1/partitions/{topic}/{partition}/cleaner and its metrics)
-// → the admin JSON API under /v1/ (admin.RegisterAPI over Source()).
+// → the admin JSON API under /v1/ and the web console (admin.RegisterAPI and
+// admin.RegisterConsole over Source()).
 //
-// Source() (source.go) is the admin.Source the JSON API and the web console
-// read: the metadata image for topics and configs (described as
-// DescribeConfigs does), one log.Snapshot per partition for its offsets,
-// segments and retention plan (log.PlanRetention, the rule the next retention
-// pass applies), the cleaner's status, the group coordinator for groups and
-// committed offsets (lag = HW − committed; these calls go through the
-// coordinator's owner goroutines and honour the request's context), statfs
-// for each log dir. Record pages read the log directly, bounded by
-// max_records (≤ 1000), max_bytes (≤ 4 MiB, both of batches scanned and of
-// keys, values and headers returned past the first record) and the HW or
-// LSO, with the log's capped decompression.
+// Source() is the admin.Source the JSON API and the web console read: the
+// read model in internal/admin/source, built here over the controller,
+// replica manager, log manager, cleaner and group coordinator.
 //
 // Shutdown (SIGTERM/SIGINT in gregor serve): stop the group coordinator
 // (parked JoinGroup/SyncGroup requests are answered NOT_COORDINATOR so they

@@ -27,7 +27,7 @@ func TestIdempotentProducerAcrossDeleteRecords(t *testing.T) {
 		t.Helper()
 		for i := from; i < from+n; i++ {
 			r := &kgo.Record{Partition: 0, Value: []byte(strconv.Itoa(i))}
-			produce(t, cl, r)
+			brokertest.Produce(t, cl, r)
 			if r.Offset != int64(i) {
 				t.Fatalf("record %d at offset %d", i, r.Offset)
 			}
@@ -38,8 +38,8 @@ func TestIdempotentProducerAcrossDeleteRecords(t *testing.T) {
 	// starts a segment at 20; DeleteRecords to the high watermark (21) then
 	// deletes every segment holding the idempotent producer's batches.
 	other := b.Client(kgo.DefaultProduceTopic(topic), kgo.DisableIdempotentWrite())
-	produce(t, other, &kgo.Record{Value: make([]byte, 300)})
-	ctx := ctxFor(t, 30*time.Second)
+	brokertest.Produce(t, other, &kgo.Record{Value: make([]byte, 300)})
+	ctx := brokertest.Context(t, 30*time.Second)
 	var to kadm.Offsets
 	to.Add(kadm.Offset{Topic: topic, Partition: 0, At: 21})
 	resp, err := adm.DeleteRecords(ctx, to)

@@ -131,3 +131,18 @@ func CreateTopic(t testing.TB, adm *kadm.Client, name string, partitions int32, 
 		t.Fatalf("create topic %s: %v", name, err)
 	}
 }
+
+// Context is a context that ends after d or with the test.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Produce produces recs synchronously, failing the test on any error.
+func Produce(t testing.TB, cl *kgo.Client, recs ...*kgo.Record) {
+	t.Helper()
+	if err := cl.ProduceSync(Context(t, 30*time.Second), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}

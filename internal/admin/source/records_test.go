@@ -1,4 +1,4 @@
-package broker_test
+package source_test
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestAPIRecordsPageBoundsDecodedBytes(t *testing.T) {
 	cl := b.Client(kgo.DefaultProduceTopic("big"), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
 		kgo.ProducerBatchMaxBytes(4<<20), kgo.MaxBufferedBytes(64<<20))
 	for range 6 {
-		produce(t, cl, &kgo.Record{Key: []byte("k"), Value: value})
+		brokertest.Produce(t, cl, &kgo.Record{Key: []byte("k"), Value: value})
 	}
 	var p admin.RecordPage
 	mustGet(t, b, "/v1/partitions/big/0/records?max_bytes=1500000", &p)
@@ -65,7 +65,7 @@ func TestAPIRecordsBatches(t *testing.T) {
 			r := &kgo.Record{Key: []byte(fmt.Sprint(ci*10 + i)), Value: bytes.Repeat([]byte{'a' + byte(i)}, 200)}
 			cl.Produce(context.Background(), r, func(_ *kgo.Record, err error) { errs <- err })
 		}
-		if err := cl.Flush(ctxFor(t, 10*time.Second)); err != nil {
+		if err := cl.Flush(brokertest.Context(t, 10*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		for range 10 {

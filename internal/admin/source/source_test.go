@@ -1,4 +1,4 @@
-package broker_test
+package source_test
 
 import (
 	"context"
@@ -29,12 +29,6 @@ const (
 	// Records of orders-0 are stamped tsStep apart from ts0 on.
 	tsStep = int64(10_000)
 )
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // getJSON GETs path from the admin listener and decodes the body into v
 // (when the status is 200); it returns the status and the raw body.
@@ -69,13 +63,6 @@ func mustGet(t *testing.T, b *brokertest.Broker, path string, v any) string {
 	return string(data)
 }
 
-func produce(t *testing.T, cl *kgo.Client, recs ...*kgo.Record) {
-	t.Helper()
-	if err := cl.ProduceSync(ctxFor(t, 30*time.Second), recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // apiFixture is a broker with topic orders (2 partitions, small segments,
 // retention.ms 3h): orders-0 holds offsets 0-59, timestamps ts0 + i*tsStep,
 // with log start offset 10 after DeleteRecords; orders-1 holds 5 records.
@@ -101,12 +88,12 @@ func newAPIFixture(t *testing.T) *apiFixture {
 		case 13:
 			r.Key = []byte{0xff, 0x00, 0xfe}
 		}
-		produce(t, cl, r)
+		brokertest.Produce(t, cl, r)
 	}
 	for i := range 5 {
-		produce(t, cl, &kgo.Record{Partition: 1, Key: []byte(fmt.Sprint(i)), Value: []byte("x")})
+		brokertest.Produce(t, cl, &kgo.Record{Partition: 1, Key: []byte(fmt.Sprint(i)), Value: []byte("x")})
 	}
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	var del kadm.Offsets
 	del.AddOffset("orders", 0, 10, -1)
 	dr, err := f.adm.DeleteRecords(ctx, del)
@@ -265,7 +252,7 @@ func TestAPIPartition(t *testing.T) {
 
 func alter(t *testing.T, adm *kadm.Client, topic, name, value string) {
 	t.Helper()
-	resp, err := adm.AlterTopicConfigs(ctxFor(t, 10*time.Second), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: &value}}, topic)
+	resp, err := adm.AlterTopicConfigs(brokertest.Context(t, 10*time.Second), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: &value}}, topic)
 	if err == nil {
 		_, err = resp.On(topic, nil)
 	}
@@ -321,7 +308,7 @@ func TestAPIClusterTopicsGroups(t *testing.T) {
 
 	// A live consumer group: one member assigned both partitions.
 	cons := f.b.Client(kgo.ConsumerGroup("live"), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if fs := cons.PollRecords(ctxFor(t, 20*time.Second), 1); fs.Err0() != nil || fs.NumRecords() == 0 {
+	if fs := cons.PollRecords(brokertest.Context(t, 20*time.Second), 1); fs.Err0() != nil || fs.NumRecords() == 0 {
 		t.Fatalf("consume: %v", fs.Err0())
 	}
 	var live admin.GroupView
@@ -457,7 +444,7 @@ func TestAPICompactedPartition(t *testing.T) {
 	brokertest.CreateTopic(t, b.AdminClient(), "changelog", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "1024"})
 	cl := b.Client(kgo.DefaultProduceTopic("changelog"))
 	for i := range 60 {
-		produce(t, cl, &kgo.Record{Key: []byte(fmt.Sprint(i % 3)), Value: []byte(strings.Repeat("v", 40))})
+		brokertest.Produce(t, cl, &kgo.Record{Key: []byte(fmt.Sprint(i % 3)), Value: []byte(strings.Repeat("v", 40))})
 	}
 	var pv admin.PartitionView
 	deadline := time.Now().Add(30 * time.Second)

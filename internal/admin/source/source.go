@@ -1,4 +1,4 @@
-package broker
+package source
 
 import (
 	"context"
@@ -15,34 +15,87 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/cleaner"
+	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/topicpart"
+	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
-// source is the broker's admin.Source: the JSON API and the web console read
-// the broker's in-process state through it, never over the Kafka protocol.
-// Each partition is described from one log.Snapshot, so its offsets are
-// ordered (log start ≤ LSO ≤ HW ≤ LEO), its segments sum to its size and its
-// retention plan is the one the next retention pass applies. Group offsets
-// go through the group coordinator's owner goroutines like OffsetFetch.
-type source struct {
-	b         *Broker
+// Metadata is the metadata image the source describes topics from
+// (*controller.Controller).
+type Metadata interface {
+	Image() *controller.Image
+}
+
+// Partitions finds the partitions this broker hosts (*replica.Manager).
+type Partitions interface {
+	Get(tp topicpart.TopicPartition) (*replica.Partition, bool)
+}
+
+// Logs is the broker's log dirs and the logs in them (*logmgr.Manager).
+type Logs interface {
+	All() map[topicpart.TopicPartition]*log.Log
+	Dirs() []string
+	DirOf(tp topicpart.TopicPartition) string
+	FS() vfs.FS
+	// Strays are the logs found in the dirs that the metadata does not know.
+	Strays() []logmgr.StrayLog
+}
+
+// CleanerStatus is the log cleaner's per-partition status (*cleaner.Cleaner).
+type CleanerStatus interface {
+	Status(tp topicpart.TopicPartition) (cleaner.PartitionStatus, bool)
+}
+
+// Groups is the group coordinator (*group.Coordinator); its calls run on the
+// coordinator's owner goroutines and honour ctx.
+type Groups interface {
+	List(ctx context.Context, f group.ListFilter) ([]group.Listing, error)
+	Fetch(ctx context.Context, req *group.FetchRequest) (*group.FetchResult, error)
+	Describe(ctx context.Context, id string) (*group.Description, error)
+}
+
+// Deps are the broker parts a Source reads. Cleaner and Groups may be nil.
+type Deps struct {
+	Metadata   Metadata
+	Partitions Partitions
+	Logs       Logs
+	Cleaner    CleanerStatus
+	Groups     Groups
+	// Config is the current broker configuration; TopicConfig resolves a
+	// topic's configuration against it.
+	Config      func() *config.Broker
+	TopicConfig func(t *controller.Topic) config.Topic
+	// Listener is the client listener's name and advertised host and port.
+	Listener func() (name, host string, port int32)
+	// AdminAddr is the admin HTTP listener's address.
+	AdminAddr func() string
+	// MetadataDir is the log dir holding the cluster metadata.
+	MetadataDir string
+	Clock       clock.Clock
+}
+
+// Source is the broker's admin.Source: the JSON API and the web console
+// read the broker's in-process state through it, never over the Kafka
+// protocol. Each partition is described from one log.Snapshot, so its
+// offsets are ordered (log start ≤ LSO ≤ HW ≤ LEO), its segments sum to its
+// size and its retention plan is the one the next retention pass applies.
+// Group offsets go through the group coordinator's owner goroutines like
+// OffsetFetch.
+type Source struct {
+	d         Deps
 	startedAt time.Time
 }
 
-func newSource(b *Broker) *source { return &source{b: b, startedAt: b.o.Clock.Now()} }
+var _ admin.Source = (*Source)(nil)
 
-// Source is what the admin JSON API and web console read; nil before Start.
-func (b *Broker) Source() admin.Source {
-	if b.api == nil {
-		return nil
-	}
-	return b.api
-}
+// New returns a Source over d; its uptime counts from now.
+func New(d Deps) *Source { return &Source{d: d, startedAt: d.Clock.Now()} }
 
 // partitionConfigs are the topic configs that shape a partition's log,
 // shown with each partition (internal.segment.bytes only when set).
@@ -75,8 +128,8 @@ func (h *hostedPartition) size() int64 {
 	return n
 }
 
-func (s *source) topic(name string) (*controller.Topic, error) {
-	t := s.b.ctrl.Image().Topic(name)
+func (s *Source) topic(name string) (*controller.Topic, error) {
+	t := s.d.Metadata.Image().Topic(name)
 	if t == nil {
 		return nil, fmt.Errorf("topic %q: %w", name, admin.ErrNotFound)
 	}
@@ -84,9 +137,9 @@ func (s *source) topic(name string) (*controller.Topic, error) {
 }
 
 // partition snapshots partition p of t; part is nil when it is not hosted.
-func (s *source) partition(t *controller.Topic, p int32, minISR int32) hostedPartition {
+func (s *Source) partition(t *controller.Topic, p int32, minISR int32) hostedPartition {
 	h := hostedPartition{topic: t, index: p, minISR: minISR}
-	if part, ok := s.b.replicas.Get(h.tp()); ok {
+	if part, ok := s.d.Partitions.Get(h.tp()); ok {
 		if snap, err := part.Log.Snapshot(); err == nil { // ErrClosed: being deleted
 			h.part, h.snap = part, snap
 		}
@@ -94,8 +147,8 @@ func (s *source) partition(t *controller.Topic, p int32, minISR int32) hostedPar
 	return h
 }
 
-func (s *source) partitions(t *controller.Topic) []hostedPartition {
-	minISR := s.b.topicConfig(t).MinInsyncReplicas
+func (s *Source) partitions(t *controller.Topic) []hostedPartition {
+	minISR := s.d.TopicConfig(t).MinInsyncReplicas
 	out := make([]hostedPartition, t.Partitions)
 	for p := range t.Partitions {
 		out[p] = s.partition(t, p, minISR)
@@ -104,22 +157,16 @@ func (s *source) partitions(t *controller.Topic) []hostedPartition {
 }
 
 // Cluster describes this broker, its log dirs and partition health.
-func (s *source) Cluster(ctx context.Context) (admin.ClusterView, error) {
-	b, cfg, im := s.b, s.b.Config(), s.b.ctrl.Image()
+func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
+	cfg, im := s.d.Config(), s.d.Metadata.Image()
 	node := cfg.NodeID()
-	addr := net.JoinHostPort(b.advHost, strconv.Itoa(int(b.advPort)))
-	listener := "PLAINTEXT"
-	if bind, _, err := b.clientEndpoint(); err == nil {
-		listener = bind.Listener
-	}
+	listener, host, port := s.d.Listener()
 	v := admin.ClusterView{
 		ClusterID: im.ClusterID, NodeID: node, ControllerID: node, Version: version(), StartedAt: s.startedAt,
-		Listeners: map[string]string{listener: addr},
-		Brokers:   []admin.BrokerView{{NodeID: node, Host: b.advHost, Port: b.advPort, Rack: cfg.String("broker.rack")}},
+		Listeners: map[string]string{listener: net.JoinHostPort(host, strconv.Itoa(int(port)))},
+		Brokers:   []admin.BrokerView{{NodeID: node, Host: host, Port: port, Rack: cfg.String("broker.rack")}},
 		Topics:    len(im.Topics),
-	}
-	if a := b.AdminAddr(); a != nil {
-		v.AdminAddr = a.String()
+		AdminAddr: s.d.AdminAddr(),
 	}
 	for _, t := range im.SortedTopics() {
 		for _, h := range s.partitions(t) {
@@ -133,19 +180,20 @@ func (s *source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 			}
 		}
 	}
-	all := b.logs.All()
-	v.MetadataDir = b.dirs.MetadataDir
-	strays := b.logs.Strays()
-	for _, dir := range b.logs.Dirs() {
+	logs := s.d.Logs
+	all := logs.All()
+	v.MetadataDir = s.d.MetadataDir
+	strays := logs.Strays()
+	for _, dir := range logs.Dirs() {
 		d := admin.LogDirView{Path: dir, Strays: strayViews(strays, dir)}
 		v.StrayLogs += len(d.Strays)
-		if u, err := b.logs.FS().DiskUsage(dir); err != nil {
+		if u, err := logs.FS().DiskUsage(dir); err != nil {
 			d.Error = err.Error()
 		} else {
 			d.TotalBytes, d.FreeBytes = u.Total, u.Usable
 		}
 		for tp, l := range all {
-			if b.logs.DirOf(tp) == dir {
+			if logs.DirOf(tp) == dir {
 				d.Partitions++
 				d.LogBytes += l.Size()
 			}
@@ -169,13 +217,13 @@ func version() string {
 }
 
 // Topics lists every topic with its size and each group's lag on it.
-func (s *source) Topics(ctx context.Context) ([]admin.TopicSummary, error) {
+func (s *Source) Topics(ctx context.Context) ([]admin.TopicSummary, error) {
 	offsets, err := s.decorations(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []admin.TopicSummary
-	for _, t := range s.b.ctrl.Image().SortedTopics() {
+	for _, t := range s.d.Metadata.Image().SortedTopics() {
 		out = append(out, s.topicSummary(t, s.partitions(t), offsets[t.Name]))
 	}
 	return out, nil
@@ -193,9 +241,9 @@ func policyName(tc config.Topic) string {
 }
 
 // topicSummary sums t's partitions; committed are the groups' offsets on t.
-func (s *source) topicSummary(t *controller.Topic, parts []hostedPartition, committed []admin.GroupOffset) admin.TopicSummary {
+func (s *Source) topicSummary(t *controller.Topic, parts []hostedPartition, committed []admin.GroupOffset) admin.TopicSummary {
 	ts := admin.TopicSummary{Name: t.Name, ID: t.ID.String(), Internal: t.Internal, Partitions: int(t.Partitions),
-		ReplicationFactor: 1, CleanupPolicy: policyName(s.b.topicConfig(t)), ConsumerLag: []admin.GroupLag{}}
+		ReplicationFactor: 1, CleanupPolicy: policyName(s.d.TopicConfig(t)), ConsumerLag: []admin.GroupLag{}}
 	hw := map[int32]int64{}
 	for _, h := range parts {
 		if h.part == nil {
@@ -220,7 +268,7 @@ func (s *source) topicSummary(t *controller.Topic, parts []hostedPartition, comm
 }
 
 // Topic describes one topic: its partitions and its configs.
-func (s *source) Topic(ctx context.Context, name string) (admin.TopicView, error) {
+func (s *Source) Topic(ctx context.Context, name string) (admin.TopicView, error) {
 	t, err := s.topic(name)
 	if err != nil {
 		return admin.TopicView{}, err
@@ -240,9 +288,9 @@ func (s *source) Topic(ctx context.Context, name string) (admin.TopicView, error
 
 // configs are t's effective configs as DescribeConfigs reports them,
 // restricted to the names in only when it is not nil.
-func (s *source) configs(t *controller.Topic, only map[string]bool) []admin.ConfigView {
+func (s *Source) configs(t *controller.Topic, only map[string]bool) []admin.ConfigView {
 	out := []admin.ConfigView{}
-	for _, e := range config.DescribeTopic(s.b.Config(), t.Configs) {
+	for _, e := range config.DescribeTopic(s.d.Config(), t.Configs) {
 		if only != nil && !only[e.Name] {
 			continue
 		}
@@ -257,19 +305,19 @@ func (s *source) configs(t *controller.Topic, only map[string]bool) []admin.Conf
 
 // cleanerStatus is the cleaner's view of a compacted hosted partition, or
 // nil.
-func (s *source) cleanerStatus(h *hostedPartition) *cleaner.PartitionStatus {
-	if h.part == nil || s.b.cleaner == nil {
+func (s *Source) cleanerStatus(h *hostedPartition) *cleaner.PartitionStatus {
+	if h.part == nil || s.d.Cleaner == nil {
 		return nil
 	}
-	st, ok := s.b.cleaner.Status(topicpart.TopicPartition{Topic: h.topic.Name, Partition: h.index})
+	st, ok := s.d.Cleaner.Status(topicpart.TopicPartition{Topic: h.topic.Name, Partition: h.index})
 	if !ok || !st.Compacted && st.LastRun == nil && st.Uncleanable == nil {
 		return nil
 	}
 	return &st
 }
 
-func (s *source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatus) admin.PartitionSummary {
-	node := s.b.Config().NodeID()
+func (s *Source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatus) admin.PartitionSummary {
+	node := s.d.Config().NodeID()
 	ps := admin.PartitionSummary{Partition: h.index, Leader: -1, LeaderEpoch: -1, Replicas: []int32{node}, ISR: []int32{}}
 	if h.part == nil {
 		return ps
@@ -286,12 +334,12 @@ func (s *source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatu
 }
 
 // Partition describes one hosted partition in full.
-func (s *source) Partition(ctx context.Context, topic string, partition int32) (admin.PartitionView, error) {
+func (s *Source) Partition(ctx context.Context, topic string, partition int32) (admin.PartitionView, error) {
 	h, err := s.hosted(topic, partition)
 	if err != nil {
 		return admin.PartitionView{}, err
 	}
-	now := s.b.o.Clock.Now()
+	now := s.d.Clock.Now()
 	st := s.cleanerStatus(&h)
 	snap := &h.snap
 	v := admin.PartitionView{Topic: topic, TopicID: h.topic.ID.String(), Partition: partition, Dir: h.part.Log.Dir(),
@@ -309,8 +357,8 @@ func (s *source) Partition(ctx context.Context, topic string, partition int32) (
 		sv.Clean = st != nil && st.Compacted && sv.EndOffset <= st.FirstDirtyOffset
 		v.SegmentList = append(v.SegmentList, sv)
 	}
-	v.Retention = admin.RetentionView{CleanupPolicy: policyName(s.b.topicConfig(h.topic)), RetentionMs: snap.Config.RetentionMs,
-		RetentionBytes: snap.Config.RetentionBytes, CheckIntervalMs: s.b.Config().Long("log.retention.check.interval.ms"), Why: plan.Why}
+	v.Retention = admin.RetentionView{CleanupPolicy: policyName(s.d.TopicConfig(h.topic)), RetentionMs: snap.Config.RetentionMs,
+		RetentionBytes: snap.Config.RetentionBytes, CheckIntervalMs: s.d.Config().Long("log.retention.check.interval.ms"), Why: plan.Why}
 	if n := plan.Next; n != nil {
 		v.Retention.Next = &admin.RetentionNext{FromOffset: n.FromOffset, ToOffset: n.ToOffset, Segments: n.Segments,
 			Bytes: n.Bytes, Reason: n.Reason, DueMs: n.DueMs}
@@ -331,7 +379,7 @@ func (s *source) Partition(ctx context.Context, topic string, partition int32) (
 }
 
 // hosted finds a partition this broker hosts.
-func (s *source) hosted(topic string, partition int32) (hostedPartition, error) {
+func (s *Source) hosted(topic string, partition int32) (hostedPartition, error) {
 	t, err := s.topic(topic)
 	if err != nil {
 		return hostedPartition{}, err
@@ -339,7 +387,7 @@ func (s *source) hosted(topic string, partition int32) (hostedPartition, error) 
 	if partition < 0 || partition >= t.Partitions {
 		return hostedPartition{}, fmt.Errorf("partition %s-%d (the topic has %d): %w", topic, partition, t.Partitions, admin.ErrNotFound)
 	}
-	h := s.partition(t, partition, s.b.topicConfig(t).MinInsyncReplicas)
+	h := s.partition(t, partition, s.d.TopicConfig(t).MinInsyncReplicas)
 	if h.part == nil {
 		return h, fmt.Errorf("partition %s-%d is not hosted on this broker: %w", topic, partition, admin.ErrNotFound)
 	}
@@ -347,7 +395,7 @@ func (s *source) hosted(topic string, partition int32) (hostedPartition, error) 
 }
 
 // Cleaner is one partition's cleaner status.
-func (s *source) Cleaner(ctx context.Context, topic string, partition int32) (*cleaner.PartitionStatus, error) {
+func (s *Source) Cleaner(ctx context.Context, topic string, partition int32) (*cleaner.PartitionStatus, error) {
 	h, err := s.hosted(topic, partition)
 	if err != nil {
 		return nil, err
@@ -356,11 +404,11 @@ func (s *source) Cleaner(ctx context.Context, topic string, partition int32) (*c
 }
 
 // listGroups lists the groups of every loaded __consumer_offsets partition.
-func (s *source) listGroups(ctx context.Context) ([]group.Listing, error) {
-	if s.b.groups == nil || s.b.ctrl.Image().Topic(group.OffsetsTopic) == nil {
+func (s *Source) listGroups(ctx context.Context) ([]group.Listing, error) {
+	if s.d.Groups == nil || s.d.Metadata.Image().Topic(group.OffsetsTopic) == nil {
 		return nil, nil
 	}
-	ls, err := s.b.groups.List(ctx, group.ListFilter{})
+	ls, err := s.d.Groups.List(ctx, group.ListFilter{})
 	if err != nil {
 		return nil, fmt.Errorf("listing consumer groups: %w", transient(err))
 	}
@@ -370,8 +418,8 @@ func (s *source) listGroups(ctx context.Context) ([]group.Listing, error) {
 
 // committed is a group's committed offsets, with the high watermark and lag
 // of each hosted partition (HW -1 and lag 0 for one not hosted).
-func (s *source) committed(ctx context.Context, id string) ([]admin.GroupOffset, error) {
-	res, err := s.b.groups.Fetch(ctx, &group.FetchRequest{Group: id})
+func (s *Source) committed(ctx context.Context, id string) ([]admin.GroupOffset, error) {
+	res, err := s.d.Groups.Fetch(ctx, &group.FetchRequest{Group: id})
 	if err == nil {
 		err = res.Err
 	}
@@ -386,7 +434,7 @@ func (s *source) committed(ctx context.Context, id string) ([]admin.GroupOffset,
 			}
 			o := admin.GroupOffset{Group: id, Topic: t.Topic, Partition: p.Partition, Committed: p.Offset,
 				LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, HW: -1}
-			if part, ok := s.b.replicas.Get(topicpart.TopicPartition{Topic: t.Topic, Partition: p.Partition}); ok {
+			if part, ok := s.d.Partitions.Get(topicpart.TopicPartition{Topic: t.Topic, Partition: p.Partition}); ok {
 				o.HW = part.Log.HighWatermark()
 				o.Lag = o.HW - o.Committed
 			}
@@ -408,7 +456,7 @@ func transient(err error) error {
 
 // decorations is allCommitted for views that only show lag beside their own
 // state: while the groups cannot be read they go without.
-func (s *source) decorations(ctx context.Context) (map[string][]admin.GroupOffset, error) {
+func (s *Source) decorations(ctx context.Context) (map[string][]admin.GroupOffset, error) {
 	offsets, err := s.allCommitted(ctx)
 	if errors.Is(err, admin.ErrUnavailable) {
 		return map[string][]admin.GroupOffset{}, nil
@@ -417,7 +465,7 @@ func (s *source) decorations(ctx context.Context) (map[string][]admin.GroupOffse
 }
 
 // allCommitted is every group's committed offsets by topic.
-func (s *source) allCommitted(ctx context.Context) (map[string][]admin.GroupOffset, error) {
+func (s *Source) allCommitted(ctx context.Context) (map[string][]admin.GroupOffset, error) {
 	groups, err := s.listGroups(ctx)
 	if err != nil {
 		return nil, err
@@ -436,7 +484,7 @@ func (s *source) allCommitted(ctx context.Context) (map[string][]admin.GroupOffs
 }
 
 // Groups lists every consumer group with its members and total lag.
-func (s *source) Groups(ctx context.Context) ([]admin.GroupSummary, error) {
+func (s *Source) Groups(ctx context.Context) ([]admin.GroupSummary, error) {
 	groups, err := s.listGroups(ctx)
 	if err != nil {
 		return nil, err
@@ -456,15 +504,15 @@ func (s *source) Groups(ctx context.Context) ([]admin.GroupSummary, error) {
 }
 
 // Group describes one group: members, assignments, offsets and lag.
-func (s *source) Group(ctx context.Context, id string) (admin.GroupView, error) {
+func (s *Source) Group(ctx context.Context, id string) (admin.GroupView, error) {
 	return s.group(ctx, id)
 }
 
-func (s *source) group(ctx context.Context, id string) (admin.GroupView, error) {
-	if s.b.groups == nil || s.b.ctrl.Image().Topic(group.OffsetsTopic) == nil {
+func (s *Source) group(ctx context.Context, id string) (admin.GroupView, error) {
+	if s.d.Groups == nil || s.d.Metadata.Image().Topic(group.OffsetsTopic) == nil {
 		return admin.GroupView{}, fmt.Errorf("group %q (no %s yet): %w", id, group.OffsetsTopic, admin.ErrNotFound)
 	}
-	d, err := s.b.groups.Describe(ctx, id)
+	d, err := s.d.Groups.Describe(ctx, id)
 	if err != nil {
 		return admin.GroupView{}, fmt.Errorf("describing group %q: %w", id, transient(err))
 	}
@@ -480,7 +528,7 @@ func (s *source) group(ctx context.Context, id string) (admin.GroupView, error) 
 	}
 	v := admin.GroupView{
 		GroupSummary: admin.GroupSummary{ID: id, State: d.State, ProtocolType: d.ProtocolType, Protocol: d.Protocol,
-			Members: len(d.Members), Coordinator: s.b.Config().NodeID(), Topics: []string{}},
+			Members: len(d.Members), Coordinator: s.d.Config().NodeID(), Topics: []string{}},
 		MemberList: []admin.MemberView{},
 		Offsets:    []admin.GroupOffset{},
 	}
@@ -515,5 +563,16 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// strayViews are the stray logs of dir, for the log dir view.
+func strayViews(strays []logmgr.StrayLog, dir string) []admin.StrayLogView {
+	out := []admin.StrayLogView{}
+	for _, s := range strays {
+		if s.Dir == dir {
+			out = append(out, admin.StrayLogView{Name: s.Name, Topic: s.TP.Topic, Partition: s.TP.Partition, SizeBytes: s.Bytes})
+		}
+	}
 	return out
 }

@@ -1,4 +1,4 @@
-package broker
+package source
 
 import (
 	"context"
@@ -27,7 +27,7 @@ const (
 // (transaction markers) are scanned but not shown. Gregor keeps no
 // aborted-transaction index yet, so read_committed stops at the LSO but
 // cannot hide records of aborted transactions below it.
-func (s *source) Records(ctx context.Context, q admin.RecordQuery) (admin.RecordPage, error) {
+func (s *Source) Records(ctx context.Context, q admin.RecordQuery) (admin.RecordPage, error) {
 	h, err := s.hosted(q.Topic, q.Partition)
 	if err != nil {
 		return admin.RecordPage{}, err

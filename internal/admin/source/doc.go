@@ -1,0 +1,36 @@
+// Package source is the broker's read model for people: the admin.Source
+// that the JSON API (/v1/) and the web console read. It describes the
+// broker's in-process state, never asking over the Kafka protocol, and owns
+// no state of its own beyond the time it started.
+//
+// What each view is built from:
+//
+//   - topics and their configs: the metadata image (Deps.Metadata), with
+//     configs described as DescribeConfigs does (config.DescribeTopic);
+//   - a partition's offsets, segments and retention plan: one log.Snapshot
+//     per partition, so log start ≤ LSO ≤ HW ≤ LEO holds within a view, the
+//     segments sum to its size, and the retention plan (log.PlanRetention)
+//     is the one the next retention pass applies;
+//   - compaction: the cleaner's per-partition status (Deps.Cleaner);
+//   - groups and committed offsets: the group coordinator (Deps.Groups),
+//     whose calls run on its owner goroutines and honour the request's
+//     context; lag = HW − committed. While __consumer_offsets loads, group
+//     views answer admin.ErrUnavailable and views that only show lag beside
+//     their own state (topics, a partition) go without it;
+//   - log dirs: FS.DiskUsage for each dir and the log manager's logs in it.
+//
+// Records pages (records.go) read the log directly, up to the high
+// watermark or, read_committed, the last stable offset, bounded by
+// max_records (≤ 1000), max_bytes (≤ 4 MiB, both of batch bytes scanned and
+// of keys, values and headers returned past the first record) and the
+// request's context, with the log's capped decompression. Control batches
+// are scanned, not shown. A retention pass or DeleteRecords that moves the
+// log start offset past a scan makes it resume from the new log start (at
+// most three times).
+//
+// # Concurrency
+//
+// A Source holds no locks: every method reads through its Deps, which are
+// safe for concurrent use, so any number of HTTP handlers may call it at
+// once.
+package source
