@@ -80,35 +80,12 @@ func benchProduceCmd() *cobra.Command {
 		Short: "Produce records as fast as allowed and report throughput and latency percentiles",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.DefaultProduceTopic(f.topic),
-				kgo.ProducerLinger(time.Duration(lingerMs) * time.Millisecond), kgo.MaxBufferedRecords(1 << 16),
-				kgo.AllowAutoTopicCreation()}
-			ackOpts, err := acksOpts(acks)
+			opts := []kgo.Opt{kgo.ProducerLinger(time.Duration(lingerMs) * time.Millisecond)}
+			popts, err := producerOpts(acks, compression)
 			if err != nil {
 				return err
 			}
-			opts = append(opts, ackOpts...)
-			codec, err := parseCodec(compression)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, kgo.ProducerBatchCompression(codec))
-			cl, err := kgo.NewClient(opts...)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, stop := context.WithCancel(cmd.Context())
-			defer stop()
-			if err := ensureBenchTopic(ctx, cl, f.topic, f.partitions); err != nil {
-				return err
-			}
-			res, err := runProduce(ctx, cl, size, records, duration, rate, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			res.Topic, res.Partitions = f.topic, f.partitions
-			return printBench(cmd.OutOrStdout(), f.output, res)
+			return benchProduce(cmd, &f, append(opts, popts...), size, records, duration, rate)
 		},
 	}
 	f.register(cmd)
@@ -120,6 +97,29 @@ func benchProduceCmd() *cobra.Command {
 	cmd.Flags().StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	cmd.Flags().IntVar(&lingerMs, "linger-ms", 0, "producer linger")
 	return cmd
+}
+
+// benchProduce creates the topic if needed and runs a produce benchmark
+// (runProduce) with a client made of opts.
+func benchProduce(cmd *cobra.Command, f *benchFlags, opts []kgo.Opt, size int, records int64, duration time.Duration, rate int) error {
+	opts = append([]kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.DefaultProduceTopic(f.topic),
+		kgo.MaxBufferedRecords(1 << 16), kgo.AllowAutoTopicCreation()}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, stop := context.WithCancel(cmd.Context())
+	defer stop()
+	if err := ensureBenchTopic(ctx, cl, f.topic, f.partitions); err != nil {
+		return err
+	}
+	res, err := runProduce(ctx, cl, size, records, duration, rate, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	res.Topic, res.Partitions = f.topic, f.partitions
+	return printBench(cmd.OutOrStdout(), f.output, res)
 }
 
 func parseCodec(s string) (kgo.CompressionCodec, error) {
@@ -232,59 +232,75 @@ func benchConsumeCmd() *cobra.Command {
 		Short: "Consume a topic from the start to its current end and report throughput",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
-			defer cancel()
-			seeds := strings.Split(f.brokers, ",")
-			admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-			if err != nil {
-				return err
-			}
-			ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, f.topic)
-			admCl.Close()
-			if err != nil {
-				return err
-			}
-			var target int64
-			ends.Each(func(o kadm.ListedOffset) { target += o.Offset })
-			if records > 0 && records < target {
-				target = records
-			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(f.topic),
-				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			var n, bytes atomic.Int64
-			start := time.Now()
-			stop := startProgress(cmd.ErrOrStderr(), start, func() (int64, int64) { return n.Load(), bytes.Load() })
-			size := 0
-			for n.Load() < target {
-				fs := cl.PollFetches(ctx)
-				if ctx.Err() != nil {
-					break
-				}
-				fs.EachError(func(t string, p int32, err error) {
-					fmt.Fprintf(cmd.ErrOrStderr(), "fetch %s/%d: %v\n", t, p, err)
-				})
-				fs.EachRecord(func(r *kgo.Record) {
-					n.Add(1)
-					bytes.Add(int64(len(r.Value) + len(r.Key)))
-					size = len(r.Value)
-				})
-			}
-			elapsed := time.Since(start).Seconds()
-			stop()
-			res := benchResult{Mode: "consume", Topic: f.topic, RecordSize: size, Records: n.Load(), Bytes: bytes.Load(), Seconds: elapsed}
-			res.RecordsPerS = float64(res.Records) / elapsed
-			res.MiBPerS = float64(res.Bytes) / elapsed / (1 << 20)
-			return printBench(cmd.OutOrStdout(), f.output, res)
+			return benchConsume(cmd, &f, records, timeout)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().Int64VarP(&records, "records", "n", 0, "stop after this many records (0: the topic's end at start)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "give up after this long")
 	return cmd
+}
+
+// benchConsume reads the topic from the start until records (or, with 0,
+// the end offsets listed at start) and reports the throughput.
+func benchConsume(cmd *cobra.Command, f *benchFlags, records int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+	defer cancel()
+	seeds := strings.Split(f.brokers, ",")
+	target, err := benchConsumeTarget(ctx, seeds, f.topic, records)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(f.topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var n, bytes atomic.Int64
+	start := time.Now()
+	stop := startProgress(cmd.ErrOrStderr(), start, func() (int64, int64) { return n.Load(), bytes.Load() })
+	size := 0
+	for n.Load() < target {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "fetch %s/%d: %v\n", t, p, err)
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			n.Add(1)
+			bytes.Add(int64(len(r.Value) + len(r.Key)))
+			size = len(r.Value)
+		})
+	}
+	elapsed := time.Since(start).Seconds()
+	stop()
+	res := benchResult{Mode: "consume", Topic: f.topic, RecordSize: size, Records: n.Load(), Bytes: bytes.Load(), Seconds: elapsed}
+	res.RecordsPerS = float64(res.Records) / elapsed
+	res.MiBPerS = float64(res.Bytes) / elapsed / (1 << 20)
+	return printBench(cmd.OutOrStdout(), f.output, res)
+}
+
+// benchConsumeTarget is how many records to read: the sum of the topic's
+// end offsets now, or records when fewer.
+func benchConsumeTarget(ctx context.Context, seeds []string, topic string, records int64) (int64, error) {
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return 0, err
+	}
+	ends, err := kadm.NewClient(admCl).ListEndOffsets(ctx, topic)
+	admCl.Close()
+	if err != nil {
+		return 0, err
+	}
+	var target int64
+	ends.Each(func(o kadm.ListedOffset) { target += o.Offset })
+	if records > 0 && records < target {
+		target = records
+	}
+	return target, nil
 }
 
 // startProgress prints a live progress line on a terminal every second.
@@ -334,6 +350,19 @@ func printBench(w io.Writer, format string, r benchResult) error {
 
 // acksOpts turns --acks into producer options; acks 1 and 0 turn
 // idempotence off, as Kafka clients require.
+// producerOpts are the kgo options of --acks and --compression.
+func producerOpts(acks, compression string) ([]kgo.Opt, error) {
+	opts, err := acksOpts(acks)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := parseCodec(compression)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, kgo.ProducerBatchCompression(codec)), nil
+}
+
 func acksOpts(acks string) ([]kgo.Opt, error) {
 	switch acks {
 	case "all", "-1":

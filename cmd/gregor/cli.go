@@ -95,6 +95,24 @@ func (f *connFlags) clients(opts ...kgo.Opt) (*kgo.Client, *kadm.Client, error) 
 	return cl, adm, nil
 }
 
+// session is a command's connection to the cluster: the clients, and a
+// context bounded by --timeout.
+type session struct {
+	ctx context.Context
+	cl  *kgo.Client
+	adm *kadm.Client
+}
+
+// connect opens a session for cmd; end it with the returned func.
+func (f *connFlags) connect(cmd *cobra.Command, opts ...kgo.Opt) (session, func(), error) {
+	cl, adm, err := f.clients(opts...)
+	if err != nil {
+		return session{}, nil, err
+	}
+	ctx, cancel := f.context(cmd)
+	return session{ctx: ctx, cl: cl, adm: adm}, func() { cancel(); cl.Close() }, nil
+}
+
 // newTable returns a borderless, column-aligned table (like kubectl's),
 // easy to read and to cut with awk.
 func newTable(w io.Writer, header ...any) table.Writer {
@@ -128,6 +146,46 @@ func renderTable(w io.Writer, t table.Writer) {
 		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
 	}
 }
+
+// tableView is how a command prints its results without -o json: a table
+// with header, the right-aligned 1-based columns right, and a row per result.
+type tableView[T any] struct {
+	header []any
+	right  []int
+	row    func(T) []any
+}
+
+// print writes rows as a JSON array (-o json) or as the table.
+func (v tableView[T]) print(w io.Writer, format string, rows []T) error {
+	if format == "json" {
+		return writeJSON(w, rows)
+	}
+	t := newTable(w, v.header...)
+	if len(v.right) > 0 {
+		alignRight(t, v.right...)
+	}
+	for _, r := range rows {
+		t.AppendRow(v.row(r))
+	}
+	renderTable(w, t)
+	return nil
+}
+
+// collect asks one for the result of each key (topic, group) of an admin
+// call, in order, and counts those that failed.
+func collect[T any](keys []string, one func(key string) (T, error)) ([]T, failures) {
+	out := make([]T, 0, len(keys))
+	var failed failures
+	for _, k := range keys {
+		r, err := one(k)
+		failed.add(err)
+		out = append(out, r)
+	}
+	return out, failed
+}
+
+// errNoAnswer is the result of an item the broker left out of its answer.
+var errNoAnswer = errors.New("no answer from the broker")
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -289,6 +347,17 @@ func retryRetriable[T any](ctx context.Context, fn func() (T, error)) (T, error)
 		}
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// checkPartitions fails for a TOPIC/PARTITION argument naming a partition
+// its topic does not have.
+func checkPartitions(tds kadm.TopicDetails, tps []topicPartition) error {
+	for _, tp := range tps {
+		if _, ok := tds[tp.topic].Partitions[tp.partition]; tp.partition >= 0 && !ok {
+			return fmt.Errorf("topic %s has no partition %d", tp.topic, tp.partition)
+		}
+	}
+	return nil
 }
 
 // parseTopicPartitions parses TOPIC[/PARTITION] arguments and also returns

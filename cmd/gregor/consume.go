@@ -206,18 +206,21 @@ func toJSONRecord(r *kgo.Record) jsonRecord {
 	return j
 }
 
+// consume is the `consume` command.
+type consume struct {
+	f             connFlags
+	offset        string
+	partitions    []int32
+	format        string
+	nullText      bool
+	readCommitted bool
+	group         string
+	exitAtEnd     bool
+	count         int64
+}
+
 func consumeCmd() *cobra.Command {
-	var (
-		f             connFlags
-		offset        string
-		partitions    []int32
-		format        string
-		nullText      bool
-		readCommitted bool
-		group         string
-		exitAtEnd     bool
-		count         int64
-	)
+	o := &consume{}
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
 		Short: "Consume records and print them by a kcat-style format, or as JSON lines",
@@ -249,124 +252,136 @@ group member, or whose last records were compacted away) count as done after
   gregor consume orders --offset @2026-01-02T15:04:05Z -c 5 -o json
   gregor consume orders --group audit --read-committed`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeTopics(&f, false),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			topic := args[0]
-			spec, err := parseOffsetSpec(offset)
-			if err != nil {
-				return err
-			}
-			if group != "" && len(partitions) > 0 {
-				return errors.New("--partitions and --group do not mix: the group assigns partitions")
-			}
-			null := ""
-			if nullText {
-				null = "NULL"
-			}
-			rf, err := newRecordFormatter(format, null)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-
-			admCl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer admCl.Close()
-			lctx, cancel := context.WithTimeout(ctx, f.timeout)
-			defer cancel()
-			tds, err := describeTopics(lctx, adm, topic)
-			if err != nil {
-				return err
-			}
-			all := tds[topic].Partitions.Numbers()
-			parts := all
-			if len(partitions) > 0 {
-				for _, p := range partitions {
-					if !slices.Contains(all, p) {
-						return fmt.Errorf("topic %s has no partition %d", topic, p)
-					}
-				}
-				parts = partitions
-			}
-			bounds, err := resolveBounds(lctx, adm, topic, parts, spec, readCommitted, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			opts := []kgo.Opt{kgo.FetchMaxWait(consumeMaxWait)}
-			if readCommitted {
-				opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-			}
-			if exitAtEnd {
-				// Control records move the position past transaction
-				// markers, so -e can see it reached the end.
-				opts = append(opts, kgo.KeepControlRecords())
-			}
-			var joined atomic.Bool
-			if group != "" {
-				committed, err := retryRetriable(lctx, func() (kadm.OffsetResponses, error) {
-					r, err := adm.FetchOffsets(lctx, group)
-					if err == nil {
-						err = r.Error()
-					}
-					return r, err
-				})
-				if err != nil {
-					return fmt.Errorf("fetching the group's committed offsets: %w", err)
-				}
-				for _, p := range parts {
-					if c, ok := committed.Lookup(topic, p); ok && c.Err == nil && c.At >= 0 {
-						bounds.start[p] = c.At
-					}
-				}
-				opts = append(opts, kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-					kgo.ConsumeResetOffset(spec.kgoOffset()), kgo.AutoCommitMarks(),
-					kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { joined.Store(true) }))
-			} else {
-				m := map[int32]kgo.Offset{}
-				for _, p := range parts {
-					m[p] = kgo.NewOffset().At(bounds.start[p])
-				}
-				opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: m}))
-			}
-			cl, _, err := f.clients(opts...)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			run := consumeRun{
-				w: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), json: f.output == "json", rf: rf,
-				exitAtEnd: exitAtEnd, count: count, bounds: bounds, group: group != "",
-			}
-			if group != "" {
-				run.joined = &joined
-			}
-			n, err := consumeLoop(ctx, cl, run)
-			if group != "" {
-				cctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-				defer cancel()
-				if cerr := cl.CommitMarkedOffsets(cctx); cerr != nil && err == nil {
-					err = fmt.Errorf("committing offsets of %d printed records: %w", n, cerr)
-				}
-				cl.LeaveGroupContext(cctx)
-			}
-			return err
-		},
+		ValidArgsFunction: completeTopics(&o.f, false),
+		RunE:              o.run,
 	}
-	f.register(cmd)
+	o.f.register(cmd)
 	fs := cmd.Flags()
-	fs.StringVar(&offset, "offset", "start", "where to start: start, end, N, +N, -N or @TIMESTAMP")
-	fs.Int32SliceVarP(&partitions, "partitions", "p", nil, "partitions to read (default all)")
-	fs.StringVarP(&format, "format", "f", `%s\n`, "output format (see above)")
-	fs.BoolVarP(&nullText, "null", "Z", false, "print null keys and values as NULL")
-	fs.BoolVar(&readCommitted, "read-committed", false, "read only committed transactional records, up to the LSO")
-	fs.StringVarP(&group, "group", "g", "", "consume as this consumer group, committing what is printed")
-	fs.BoolVarP(&exitAtEnd, "exit", "e", false, "exit at the end offsets listed at start")
-	fs.Int64VarP(&count, "count", "c", 0, "exit after this many records (0: no limit)")
+	fs.StringVar(&o.offset, "offset", "start", "where to start: start, end, N, +N, -N or @TIMESTAMP")
+	fs.Int32SliceVarP(&o.partitions, "partitions", "p", nil, "partitions to read (default all)")
+	fs.StringVarP(&o.format, "format", "f", `%s\n`, "output format (see above)")
+	fs.BoolVarP(&o.nullText, "null", "Z", false, "print null keys and values as NULL")
+	fs.BoolVar(&o.readCommitted, "read-committed", false, "read only committed transactional records, up to the LSO")
+	fs.StringVarP(&o.group, "group", "g", "", "consume as this consumer group, committing what is printed")
+	fs.BoolVarP(&o.exitAtEnd, "exit", "e", false, "exit at the end offsets listed at start")
+	fs.Int64VarP(&o.count, "count", "c", 0, "exit after this many records (0: no limit)")
 	_ = cmd.RegisterFlagCompletionFunc("offset", cobra.FixedCompletions([]string{"start", "end"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+func (o *consume) run(cmd *cobra.Command, args []string) error {
+	topic := args[0]
+	spec, err := parseOffsetSpec(o.offset)
+	if err != nil {
+		return err
+	}
+	if o.group != "" && len(o.partitions) > 0 {
+		return errors.New("--partitions and --group do not mix: the group assigns partitions")
+	}
+	null := ""
+	if o.nullText {
+		null = "NULL"
+	}
+	rf, err := newRecordFormatter(o.format, null)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var joined atomic.Bool
+	bounds, opts, err := o.plan(ctx, topic, spec, &joined, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	cl, _, err := o.f.clients(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	run := consumeRun{
+		w: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), json: o.f.output == "json", rf: rf,
+		exitAtEnd: o.exitAtEnd, count: o.count, bounds: bounds, group: o.group != "",
+	}
+	if o.group != "" {
+		run.joined = &joined
+	}
+	n, err := consumeLoop(ctx, cl, run)
+	if o.group != "" {
+		cctx, cancel := context.WithTimeout(context.Background(), o.f.timeout)
+		defer cancel()
+		if cerr := cl.CommitMarkedOffsets(cctx); cerr != nil && err == nil {
+			err = fmt.Errorf("committing offsets of %d printed records: %w", n, cerr)
+		}
+		cl.LeaveGroupContext(cctx)
+	}
+	return err
+}
+
+// plan resolves, within --timeout, where each partition's reading starts and
+// ends (a group's committed offsets win over --offset), and the consuming
+// client's options; joined is set once a group member has its assignment.
+func (o *consume) plan(ctx context.Context, topic string, spec offsetSpec, joined *atomic.Bool, warn io.Writer) (consumeBounds, []kgo.Opt, error) {
+	admCl, adm, err := o.f.clients()
+	if err != nil {
+		return consumeBounds{}, nil, err
+	}
+	defer admCl.Close()
+	ctx, cancel := context.WithTimeout(ctx, o.f.timeout)
+	defer cancel()
+	parts, err := o.partitionsOf(ctx, adm, topic)
+	if err != nil {
+		return consumeBounds{}, nil, err
+	}
+	bounds, err := resolveBounds(ctx, adm, topic, parts, spec, o.readCommitted, warn)
+	if err != nil {
+		return bounds, nil, err
+	}
+	opts := []kgo.Opt{kgo.FetchMaxWait(consumeMaxWait)}
+	if o.readCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	if o.exitAtEnd {
+		// Control records move the position past transaction markers, so
+		// -e can see it reached the end.
+		opts = append(opts, kgo.KeepControlRecords())
+	}
+	if o.group == "" {
+		m := map[int32]kgo.Offset{}
+		for _, p := range parts {
+			m[p] = kgo.NewOffset().At(bounds.start[p])
+		}
+		return bounds, append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: m})), nil
+	}
+	committed, err := fetchCommitted(ctx, adm, o.group)
+	if err != nil {
+		return bounds, nil, fmt.Errorf("fetching the group's committed offsets: %w", err)
+	}
+	for _, p := range parts {
+		if c, ok := committed.Lookup(topic, p); ok && c.Err == nil && c.At >= 0 {
+			bounds.start[p] = c.At
+		}
+	}
+	return bounds, append(opts, kgo.ConsumerGroup(o.group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(spec.kgoOffset()), kgo.AutoCommitMarks(),
+		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) { joined.Store(true) })), nil
+}
+
+// partitionsOf is --partitions, checked against topic, or all of topic's.
+func (o *consume) partitionsOf(ctx context.Context, adm *kadm.Client, topic string) ([]int32, error) {
+	tds, err := describeTopics(ctx, adm, topic)
+	if err != nil {
+		return nil, err
+	}
+	all := tds[topic].Partitions.Numbers()
+	if len(o.partitions) == 0 {
+		return all, nil
+	}
+	for _, p := range o.partitions {
+		if !slices.Contains(all, p) {
+			return nil, fmt.Errorf("topic %s has no partition %d", topic, p)
+		}
+	}
+	return o.partitions, nil
 }
 
 type consumeRun struct {

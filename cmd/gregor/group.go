@@ -56,40 +56,42 @@ func groupListCmd(f *connFlags) *cobra.Command {
 		Short:   "List consumer groups with their state",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			listed, err := retryRetriable(ctx, func() (kadm.ListedGroups, error) { return adm.ListGroups(ctx) })
-			if err != nil {
-				return err
-			}
-			type group struct {
-				Group        string `json:"group"`
-				State        string `json:"state"`
-				ProtocolType string `json:"protocol_type"`
-				GroupType    string `json:"group_type,omitempty"`
-				Coordinator  int32  `json:"coordinator"`
-			}
-			out := []group{}
-			for _, g := range listed.Sorted() {
-				out = append(out, group{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, GroupType: g.GroupType, Coordinator: g.Coordinator})
-			}
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				return writeJSON(w, out)
-			}
-			t := newTable(w, "group", "state", "protocol-type", "coordinator")
-			for _, g := range out {
-				t.AppendRow([]any{g.Group, dash(g.State), dash(g.ProtocolType), g.Coordinator})
-			}
-			renderTable(w, t)
-			return nil
+			return groupList(cmd, f)
 		},
 	}
+}
+
+// listedGroup is one row of `group list`.
+type listedGroup struct {
+	Group        string `json:"group"`
+	State        string `json:"state"`
+	ProtocolType string `json:"protocol_type"`
+	GroupType    string `json:"group_type,omitempty"`
+	Coordinator  int32  `json:"coordinator"`
+}
+
+var listedGroups = tableView[listedGroup]{
+	header: []any{"group", "state", "protocol-type", "coordinator"},
+	row: func(g listedGroup) []any {
+		return []any{g.Group, dash(g.State), dash(g.ProtocolType), g.Coordinator}
+	},
+}
+
+func groupList(cmd *cobra.Command, f *connFlags) error {
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	listed, err := retryRetriable(s.ctx, func() (kadm.ListedGroups, error) { return s.adm.ListGroups(s.ctx) })
+	if err != nil {
+		return err
+	}
+	out := []listedGroup{}
+	for _, g := range listed.Sorted() {
+		out = append(out, listedGroup{Group: g.Group, State: g.State, ProtocolType: g.ProtocolType, GroupType: g.GroupType, Coordinator: g.Coordinator})
+	}
+	return listedGroups.print(cmd.OutOrStdout(), f.output, out)
 }
 
 func dash(s string) string {
@@ -201,49 +203,44 @@ topic and for the group. A partition without a commit has lag measured from
 the log start offset, as Kafka's tools do.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeGroups(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			lags, err := describeGroupLags(ctx, adm, args)
-			if err != nil {
-				return err
-			}
-			var out []groupDescription
-			var failed failures
-			for _, g := range args {
-				l, ok := lags[g]
-				if !ok {
-					out = append(out, groupDescription{Group: g, Error: "not described by the broker"})
-					failed++
-					continue
-				}
-				d := toGroupDescription(l)
-				if d.Error != "" {
-					failed++
-				}
-				out = append(out, d)
-			}
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				if err := writeJSON(w, out); err != nil {
-					return err
-				}
-			} else {
-				for i, d := range out {
-					if i > 0 {
-						fmt.Fprintln(w)
-					}
-					printGroupDescription(w, d)
-				}
-			}
-			return failed.err("group descriptions")
+		RunE: func(cmd *cobra.Command, groups []string) error {
+			return groupDescribe(cmd, f, groups)
 		},
 	}
+}
+
+func groupDescribe(cmd *cobra.Command, f *connFlags, groups []string) error {
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	lags, err := describeGroupLags(s.ctx, s.adm, groups)
+	if err != nil {
+		return err
+	}
+	out, failed := collect(groups, func(g string) (groupDescription, error) {
+		l, ok := lags[g]
+		if !ok {
+			return groupDescription{Group: g, Error: "not described by the broker"}, errors.New("not described")
+		}
+		d := toGroupDescription(l)
+		return d, l.Error()
+	})
+	w := cmd.OutOrStdout()
+	if f.output == "json" {
+		if err := writeJSON(w, out); err != nil {
+			return err
+		}
+	} else {
+		for i, d := range out {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			printGroupDescription(w, d)
+		}
+	}
+	return failed.err("group descriptions")
 }
 
 func printGroupDescription(w io.Writer, d groupDescription) {
@@ -305,13 +302,17 @@ type seekChange struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// groupSeek is `group seek`.
+type groupSeek struct {
+	f       *connFlags
+	to      string
+	shiftBy int64
+	topics  []string
+	execute bool
+}
+
 func groupSeekCmd(f *connFlags) *cobra.Command {
-	var (
-		to      string
-		shiftBy int64
-		topics  []string
-		execute bool
-	)
+	o := &groupSeek{f: f}
 	cmd := &cobra.Command{
 		Use:   "seek GROUP (--to OFFSET | --shift-by N) [--topic TOPIC[/PARTITION]]... [--execute]",
 		Short: "Move a group's committed offsets; prints the change and commits it only with --execute",
@@ -331,68 +332,74 @@ Without --topic every partition the group has committed offsets for is moved;
   gregor group seek billing --shift-by -100 --topic invoices/3 --execute`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeGroups(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			group := args[0]
-			shift := cmd.Flags().Changed("shift-by")
-			if (to != "") == shift {
-				return errors.New("give exactly one of --to OFFSET or --shift-by N")
-			}
-			spec := offsetSpec{kind: "start"}
-			if to != "" {
-				var err error
-				if spec, err = parseOffsetSpec(to); err != nil {
-					return fmt.Errorf("--to: %w", err)
-				}
-			}
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			committed, err := retryRetriable(ctx, func() (kadm.OffsetResponses, error) {
-				r, err := adm.FetchOffsets(ctx, group)
-				if err == nil {
-					err = r.Error()
-				}
-				return r, err
-			})
-			if err != nil {
-				return fmt.Errorf("fetching %s's committed offsets: %w", group, err)
-			}
-			targets, err := seekTargets(ctx, adm, committed, topics)
-			if err != nil {
-				return err
-			}
-			if len(targets) == 0 {
-				return fmt.Errorf("group %s has no committed offsets; name partitions with --topic", group)
-			}
-			changes, err := planSeek(ctx, adm, committed, targets, spec, shift, shiftBy, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			var failed failures
-			if execute {
-				if failed, err = executeSeek(ctx, adm, group, changes); err != nil {
-					return err
-				}
-			}
-			if err := printSeek(cmd.OutOrStdout(), f.output, group, execute, changes); err != nil {
-				return err
-			}
-			if !execute {
-				fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was committed; add --execute to commit these offsets")
-			}
-			return failed.err("offset commits")
-		},
+		RunE:              o.run,
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&to, "to", "", "new offset: start, end, N, +N, -N or @TIMESTAMP")
-	fs.Int64Var(&shiftBy, "shift-by", 0, "move each committed offset by N")
-	fs.StringArrayVar(&topics, "topic", nil, "TOPIC or TOPIC/PARTITION to move (repeatable; default: every committed partition)")
-	fs.BoolVar(&execute, "execute", false, "commit the new offsets (default: show them only)")
+	fs.StringVar(&o.to, "to", "", "new offset: start, end, N, +N, -N or @TIMESTAMP")
+	fs.Int64Var(&o.shiftBy, "shift-by", 0, "move each committed offset by N")
+	fs.StringArrayVar(&o.topics, "topic", nil, "TOPIC or TOPIC/PARTITION to move (repeatable; default: every committed partition)")
+	fs.BoolVar(&o.execute, "execute", false, "commit the new offsets (default: show them only)")
 	return cmd
+}
+
+func (o *groupSeek) run(cmd *cobra.Command, args []string) error {
+	group := args[0]
+	shift := cmd.Flags().Changed("shift-by")
+	if (o.to != "") == shift {
+		return errors.New("give exactly one of --to OFFSET or --shift-by N")
+	}
+	spec := offsetSpec{kind: "start"}
+	if o.to != "" {
+		var err error
+		if spec, err = parseOffsetSpec(o.to); err != nil {
+			return fmt.Errorf("--to: %w", err)
+		}
+	}
+	s, end, err := o.f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	committed, err := fetchCommitted(s.ctx, s.adm, group)
+	if err != nil {
+		return fmt.Errorf("fetching %s's committed offsets: %w", group, err)
+	}
+	targets, err := seekTargets(s.ctx, s.adm, committed, o.topics)
+	if err != nil {
+		return err
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("group %s has no committed offsets; name partitions with --topic", group)
+	}
+	changes, err := planSeek(s.ctx, s.adm, committed, targets, spec, shift, o.shiftBy, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	var failed failures
+	if o.execute {
+		if failed, err = executeSeek(s.ctx, s.adm, group, changes); err != nil {
+			return err
+		}
+	}
+	if err := printSeek(cmd.OutOrStdout(), o.f.output, group, o.execute, changes); err != nil {
+		return err
+	}
+	if !o.execute {
+		fmt.Fprintln(cmd.ErrOrStderr(), "dry run: nothing was committed; add --execute to commit these offsets")
+	}
+	return failed.err("offset commits")
+}
+
+// fetchCommitted is a group's committed offsets, retrying while the
+// coordinator loads.
+func fetchCommitted(ctx context.Context, adm *kadm.Client, group string) (kadm.OffsetResponses, error) {
+	return retryRetriable(ctx, func() (kadm.OffsetResponses, error) {
+		r, err := adm.FetchOffsets(ctx, group)
+		if err == nil {
+			err = r.Error()
+		}
+		return r, err
+	})
 }
 
 // seekTargets lists the partitions a seek covers, per topic.
@@ -551,6 +558,29 @@ func printSeek(w io.Writer, format, group string, executed bool, changes []seekC
 	return nil
 }
 
+// deletedGroup is one row of `group delete`: a group, or with --topic one
+// partition of its committed offsets.
+type deletedGroup struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic,omitempty"`
+	Partition *int32 `json:"partition,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+var deletedGroups = tableView[deletedGroup]{
+	header: []any{"group", "topic", "partition", "result"},
+	row: func(r deletedGroup) []any {
+		part, res := "-", "deleted"
+		if r.Partition != nil {
+			part = fmt.Sprint(*r.Partition)
+		}
+		if r.Error != "" {
+			res = r.Error
+		}
+		return []any{r.Group, dash(r.Topic), part, res}
+	},
+}
+
 func groupDeleteCmd(f *connFlags) *cobra.Command {
 	var topics []string
 	cmd := &cobra.Command{
@@ -562,97 +592,91 @@ topics (OffsetDelete), which the broker allows while no member is subscribed
 to them.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeGroups(f),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			type result struct {
-				Group     string `json:"group"`
-				Topic     string `json:"topic,omitempty"`
-				Partition *int32 `json:"partition,omitempty"`
-				Error     string `json:"error,omitempty"`
-			}
-			var out []result
-			var failed failures
-			if len(topics) > 0 {
-				tds, err := describeTopics(ctx, adm, topics...)
-				if err != nil {
-					return err
-				}
-				for _, g := range args {
-					resp, err := retryRetriable(ctx, func() (kadm.DeleteOffsetsResponses, error) {
-						return adm.DeleteOffsets(ctx, g, tds.TopicsSet())
-					})
-					if err != nil {
-						out = append(out, result{Group: g, Error: err.Error()})
-						failed++
-						continue
-					}
-					for _, topic := range topics {
-						for _, p := range tds[topic].Partitions.Numbers() {
-							r := result{Group: g, Topic: topic, Partition: &p}
-							if err, ok := resp.Lookup(topic, p); ok && err != nil {
-								r.Error = err.Error()
-								failed++
-							}
-							out = append(out, r)
-						}
-					}
-				}
-			} else {
-				resp, err := retryRetriable(ctx, func() (kadm.DeleteGroupResponses, error) {
-					r, err := adm.DeleteGroups(ctx, args...)
-					if err == nil {
-						for _, g := range r {
-							if g.Err != nil && kerr.IsRetriable(g.Err) {
-								return r, g.Err
-							}
-						}
-					}
-					return r, err
-				})
-				if err != nil && len(resp) == 0 {
-					return err
-				}
-				for _, g := range args {
-					r := result{Group: g}
-					if d, ok := resp[g]; !ok {
-						r.Error = "no answer from the broker"
-					} else if d.Err != nil {
-						r.Error = withMessage(d.Err, d.ErrMessage).Error()
-					}
-					if r.Error != "" {
-						failed++
-					}
-					out = append(out, r)
-				}
-			}
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				if err := writeJSON(w, out); err != nil {
-					return err
-				}
-			} else {
-				t := newTable(w, "group", "topic", "partition", "result")
-				for _, r := range out {
-					part, res := "-", "deleted"
-					if r.Partition != nil {
-						part = fmt.Sprint(*r.Partition)
-					}
-					if r.Error != "" {
-						res = r.Error
-					}
-					t.AppendRow([]any{r.Group, dash(r.Topic), part, res})
-				}
-				renderTable(w, t)
-			}
-			return failed.err("deletions")
+		RunE: func(cmd *cobra.Command, groups []string) error {
+			return groupDelete(cmd, f, groups, topics)
 		},
 	}
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "delete only the committed offsets of this topic (repeatable)")
 	return cmd
+}
+
+func groupDelete(cmd *cobra.Command, f *connFlags, groups, topics []string) error {
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	var out []deletedGroup
+	var failed failures
+	if len(topics) > 0 {
+		out, failed, err = deleteGroupOffsets(s, groups, topics)
+	} else {
+		out, failed, err = deleteGroups(s, groups)
+	}
+	if err != nil {
+		return err
+	}
+	if err := deletedGroups.print(cmd.OutOrStdout(), f.output, out); err != nil {
+		return err
+	}
+	return failed.err("deletions")
+}
+
+// deleteGroups deletes whole groups (DeleteGroups).
+func deleteGroups(s session, groups []string) ([]deletedGroup, failures, error) {
+	resp, err := retryRetriable(s.ctx, func() (kadm.DeleteGroupResponses, error) {
+		r, err := s.adm.DeleteGroups(s.ctx, groups...)
+		if err == nil {
+			for _, g := range r {
+				if g.Err != nil && kerr.IsRetriable(g.Err) {
+					return r, g.Err
+				}
+			}
+		}
+		return r, err
+	})
+	if err != nil && len(resp) == 0 {
+		return nil, 0, err
+	}
+	out, failed := collect(groups, func(g string) (deletedGroup, error) {
+		d, ok := resp[g]
+		err := errNoAnswer
+		if ok {
+			err = withMessage(d.Err, d.ErrMessage)
+		}
+		return deletedGroup{Group: g, Error: errString(err)}, err
+	})
+	return out, failed, nil
+}
+
+// deleteGroupOffsets deletes the groups' committed offsets of topics
+// (OffsetDelete), one row per partition.
+func deleteGroupOffsets(s session, groups, topics []string) ([]deletedGroup, failures, error) {
+	tds, err := describeTopics(s.ctx, s.adm, topics...)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []deletedGroup
+	var failed failures
+	for _, g := range groups {
+		resp, err := retryRetriable(s.ctx, func() (kadm.DeleteOffsetsResponses, error) {
+			return s.adm.DeleteOffsets(s.ctx, g, tds.TopicsSet())
+		})
+		if err != nil {
+			out = append(out, deletedGroup{Group: g, Error: err.Error()})
+			failed++
+			continue
+		}
+		for _, topic := range topics {
+			for _, p := range tds[topic].Partitions.Numbers() {
+				r := deletedGroup{Group: g, Topic: topic, Partition: &p}
+				if err, ok := resp.Lookup(topic, p); ok && err != nil {
+					r.Error = err.Error()
+					failed++
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	return out, failed, nil
 }

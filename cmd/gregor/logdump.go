@@ -84,33 +84,8 @@ directory, and imply -d. Transaction markers are always decoded.
 		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 			return []string{"log", "index", "timeindex", "txnindex"}, cobra.ShellCompDirectiveFilterFileExt
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			switch output {
-			case "table":
-			case "json":
-				o.json = true
-			default:
-				return fmt.Errorf("--output %q: want table or json", output)
-			}
-			w := cmd.OutOrStdout()
-			var failed failures
-			if o.json {
-				fmt.Fprintln(w, "[")
-			}
-			for i, path := range args {
-				if o.json && i > 0 {
-					fmt.Fprintln(w, ",")
-				}
-				err := dumpFile(w, path, o)
-				if err != nil {
-					failed++
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", path, err)
-				}
-			}
-			if o.json {
-				fmt.Fprintln(w, "\n]")
-			}
-			return failed.err("files")
+		RunE: func(cmd *cobra.Command, files []string) error {
+			return logDump(cmd, files, output, o)
 		},
 	}
 	fs := cmd.Flags()
@@ -121,6 +96,35 @@ directory, and imply -d. Transaction markers are always decoded.
 	fs.Int64Var(&o.maxBytes, "max-bytes", 0, "read at most this many bytes of a .log (0: all)")
 	fs.IntVar(&o.maxBatch, "max-batch-bytes", 64<<20, "refuse to decompress a batch to more than this")
 	return cmd
+}
+
+// logDump dumps every file, going on past a file that fails.
+func logDump(cmd *cobra.Command, files []string, output string, o dumpOptions) error {
+	switch output {
+	case "table":
+	case "json":
+		o.json = true
+	default:
+		return fmt.Errorf("--output %q: want table or json", output)
+	}
+	w := cmd.OutOrStdout()
+	var failed failures
+	if o.json {
+		fmt.Fprintln(w, "[")
+	}
+	for i, path := range files {
+		if o.json && i > 0 {
+			fmt.Fprintln(w, ",")
+		}
+		if err := dumpFile(w, path, o); err != nil {
+			failed++
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", path, err)
+		}
+	}
+	if o.json {
+		fmt.Fprintln(w, "\n]")
+	}
+	return failed.err("files")
 }
 
 // segmentBase parses the base offset from a segment file name

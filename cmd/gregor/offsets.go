@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -46,88 +47,98 @@ Without arguments every topic is shown (add --internal for internal ones).`,
   gregor offsets orders/0 payments -o json`,
 		ValidArgsFunction: completeTopics(&f, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tps, topics, err := parseTopicPartitions(args)
-			if err != nil {
-				return err
-			}
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			tds, err := describeTopics(ctx, adm, topics...)
-			if err != nil {
-				return err
-			}
 			internal, _ := cmd.Flags().GetBool("internal")
-			keep := func(t string, p int32) bool {
-				if len(tps) == 0 {
-					return internal || !tds[t].IsInternal
-				}
-				return slices.ContainsFunc(tps, func(tp topicPartition) bool { return tp.topic == t && tp.includes(p) })
-			}
-			for _, tp := range tps {
-				if _, ok := tds[tp.topic].Partitions[tp.partition]; tp.partition >= 0 && !ok {
-					return fmt.Errorf("topic %s has no partition %d", tp.topic, tp.partition)
-				}
-			}
-			parts, err := gatherPartitions(ctx, cl, adm, tds, keep, false)
-			if err != nil {
-				return err
-			}
-			out := []partitionOffsets{}
-			multi := false
-			for _, ps := range parts {
-				po := partitionOffsets{Topic: ps.Topic, Partition: ps.Partition, Leader: ps.Leader,
-					LogStartOffset: ps.LogStartOffset, LastStableOffset: ps.LastStableOffset,
-					HighWatermark: ps.HighWatermark, LogEndOffset: ps.LogEndOffset, Errors: ps.Errors}
-				if len(ps.Replicas) > 1 {
-					po.Replicas = ps.ReplicaStates
-					multi = true
-				}
-				for _, rs := range ps.ReplicaStates {
-					if rs.Error != "" {
-						po.Errors = append(po.Errors, fmt.Sprintf("replica %d: log end offset: %s", rs.Broker, rs.Error))
-					}
-				}
-				out = append(out, po)
-			}
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				return writeJSON(w, out)
-			}
-			header := []any{"topic", "partition", "leader", "log-start", "lso", "hw", "leo"}
-			if multi {
-				header = append(header, "replica-leos")
-			}
-			t := newTable(w, header...)
-			alignRight(t, 2, 3, 4, 5, 6, 7)
-			var warnings []string
-			for _, po := range out {
-				row := []any{po.Topic, po.Partition, po.Leader, formatOffset(po.LogStartOffset), formatOffset(po.LastStableOffset),
-					formatOffset(po.HighWatermark), formatOptOffset(po.LogEndOffset)}
-				if multi {
-					var leos []string
-					for _, rs := range po.Replicas {
-						leos = append(leos, fmt.Sprintf("%d:%s", rs.Broker, formatOptOffset(rs.LogEndOffset)))
-					}
-					row = append(row, strings.Join(leos, ","))
-				}
-				t.AppendRow(row)
-				for _, e := range po.Errors {
-					warnings = append(warnings, fmt.Sprintf("%s/%d: %s", po.Topic, po.Partition, e))
-				}
-			}
-			renderTable(w, t)
-			for _, e := range warnings {
-				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", e)
-			}
-			return nil
+			return offsets(cmd, &f, args, internal)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().Bool("internal", false, "with no arguments, include internal topics")
 	return cmd
+}
+
+func offsets(cmd *cobra.Command, f *connFlags, args []string, internal bool) error {
+	tps, topics, err := parseTopicPartitions(args)
+	if err != nil {
+		return err
+	}
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	tds, err := describeTopics(s.ctx, s.adm, topics...)
+	if err != nil {
+		return err
+	}
+	keep := func(t string, p int32) bool {
+		if len(tps) == 0 {
+			return internal || !tds[t].IsInternal
+		}
+		return slices.ContainsFunc(tps, func(tp topicPartition) bool { return tp.topic == t && tp.includes(p) })
+	}
+	if err := checkPartitions(tds, tps); err != nil {
+		return err
+	}
+	parts, err := gatherPartitions(s.ctx, s.cl, s.adm, tds, keep, false)
+	if err != nil {
+		return err
+	}
+	out := []partitionOffsets{}
+	multi := false
+	for _, ps := range parts {
+		po := partitionOffsets{Topic: ps.Topic, Partition: ps.Partition, Leader: ps.Leader,
+			LogStartOffset: ps.LogStartOffset, LastStableOffset: ps.LastStableOffset,
+			HighWatermark: ps.HighWatermark, LogEndOffset: ps.LogEndOffset, Errors: ps.Errors}
+		if len(ps.Replicas) > 1 {
+			po.Replicas = ps.ReplicaStates
+			multi = true
+		}
+		for _, rs := range ps.ReplicaStates {
+			if rs.Error != "" {
+				po.Errors = append(po.Errors, fmt.Sprintf("replica %d: log end offset: %s", rs.Broker, rs.Error))
+			}
+		}
+		out = append(out, po)
+	}
+	if f.output == "json" {
+		return writeJSON(cmd.OutOrStdout(), out)
+	}
+	printOffsets(cmd.OutOrStdout(), cmd.ErrOrStderr(), out, multi)
+	return nil
+}
+
+// printOffsets prints the offsets table, with each replica's log end
+// offset when multi, and then each partition's errors as warnings on errw.
+func printOffsets(w, errw io.Writer, out []partitionOffsets, multi bool) {
+	header := []any{"topic", "partition", "leader", "log-start", "lso", "hw", "leo"}
+	if multi {
+		header = append(header, "replica-leos")
+	}
+	t := newTable(w, header...)
+	alignRight(t, 2, 3, 4, 5, 6, 7)
+	var warnings []string
+	for _, po := range out {
+		row := []any{po.Topic, po.Partition, po.Leader, formatOffset(po.LogStartOffset), formatOffset(po.LastStableOffset),
+			formatOffset(po.HighWatermark), formatOptOffset(po.LogEndOffset)}
+		if multi {
+			row = append(row, replicaLEOs(po.Replicas))
+		}
+		t.AppendRow(row)
+		for _, e := range po.Errors {
+			warnings = append(warnings, fmt.Sprintf("%s/%d: %s", po.Topic, po.Partition, e))
+		}
+	}
+	renderTable(w, t)
+	for _, e := range warnings {
+		fmt.Fprintln(errw, "warning:", e)
+	}
+}
+
+// replicaLEOs shows each replica's log end offset as BROKER:LEO,...
+func replicaLEOs(rs []replicaState) string {
+	var leos []string
+	for _, r := range rs {
+		leos = append(leos, fmt.Sprintf("%d:%s", r.Broker, formatOptOffset(r.LogEndOffset)))
+	}
+	return strings.Join(leos, ",")
 }

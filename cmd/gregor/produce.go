@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,17 +25,20 @@ type producedPartition struct {
 	LastOffset  int64  `json:"last_offset"`
 }
 
+// produce is the `produce` command.
+type produce struct {
+	f           connFlags
+	keyDelim    string
+	format      string
+	headers     []string
+	partition   int32
+	nullEmpty   bool
+	acks        string
+	compression string
+}
+
 func produceCmd() *cobra.Command {
-	var (
-		f           connFlags
-		keyDelim    string
-		format      string
-		headers     []string
-		partition   int32
-		nullEmpty   bool
-		acks        string
-		compression string
-	)
+	o := &produce{}
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
 		Short: "Produce records read from stdin: one per line, or by a kcat-style format",
@@ -55,144 +59,166 @@ otherwise); keyed records are partitioned as the Java client does.`,
   printf 'user-1;{"n":1}\nuser-1;\n' | gregor produce users -K ';' -Z
   printf '1|k|v|1700000000000\n' | gregor produce orders -f '%p|%k|%v|%T\n'`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeTopics(&f, false),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			topic := args[0]
-			if format != "" && keyDelim != "" {
-				return errors.New("give -K or -f, not both")
-			}
-			switch {
-			case keyDelim != "":
-				format = "%k" + strings.ReplaceAll(keyDelim, "%", "%%") + "%v\\n"
-			case format == "":
-				format = "%v\\n"
-			}
-			hdrs, err := parseKeyValues("header", headers)
-			if err != nil {
-				return err
-			}
-			var recHeaders []kgo.RecordHeader
-			for _, kv := range headers {
-				k, _, _ := strings.Cut(kv, "=")
-				k = strings.TrimSpace(k)
-				recHeaders = append(recHeaders, kgo.RecordHeader{Key: k, Value: []byte(*hdrs[k])})
-			}
-			rr, err := newRecordReader(format, cmd.InOrStdin(), nullEmpty)
-			if err != nil {
-				return err
-			}
-			opts := []kgo.Opt{kgo.DefaultProduceTopic(topic)}
-			ackOpts, err := acksOpts(acks)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, ackOpts...)
-			codec, err := parseCodec(compression)
-			if err != nil {
-				return err
-			}
-			opts = append(opts, kgo.ProducerBatchCompression(codec))
-			if partition >= 0 || rr.has('p') {
-				opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-			}
-			cl, _, err := f.clients(opts...)
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			// Input may stream for a long time (tail -f | gregor produce),
-			// so no --timeout here; kgo's delivery timeout counts from the
-			// record's timestamp, which %T may set in the past.
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-
-			var (
-				mu       sync.Mutex
-				summary  = map[int32]*producedPartition{}
-				failed   int64
-				firstErr error
-				wg       sync.WaitGroup
-			)
-			done := func(r *kgo.Record, err error) {
-				defer wg.Done()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					if failed++; firstErr == nil {
-						firstErr = err
-					}
-					return
-				}
-				s := summary[r.Partition]
-				if s == nil {
-					s = &producedPartition{Topic: r.Topic, Partition: r.Partition, FirstOffset: r.Offset}
-					summary[r.Partition] = s
-				}
-				s.Records++
-				s.FirstOffset = min(s.FirstOffset, r.Offset)
-				s.LastOffset = max(s.LastOffset, r.Offset)
-			}
-			var readErr error
-			for {
-				rec, err := rr.next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					readErr = err
-					break
-				}
-				rec.Topic = topic
-				rec.Headers = append(slices.Clone(recHeaders), rec.Headers...)
-				if partition >= 0 {
-					rec.Partition = partition
-				} else if rr.has('p') && rec.Partition < 0 {
-					readErr = fmt.Errorf("record %d: no partition", rr.record)
-					break
-				}
-				wg.Add(1)
-				cl.Produce(ctx, rec, done)
-			}
-			wg.Wait()
-
-			out := []producedPartition{}
-			for _, s := range summary {
-				out = append(out, *s)
-			}
-			slices.SortFunc(out, func(a, b producedPartition) int { return int(a.Partition - b.Partition) })
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				if err := writeJSON(w, out); err != nil {
-					return err
-				}
-			} else if len(out) > 0 {
-				t := newTable(w, "topic", "partition", "records", "first-offset", "last-offset")
-				for _, s := range out {
-					first, last := formatOffset(s.FirstOffset), formatOffset(s.LastOffset)
-					t.AppendRow([]any{s.Topic, s.Partition, s.Records, first, last})
-				}
-				alignRight(t, 4, 5)
-				renderTable(w, t)
-			}
-			switch {
-			case failed > 0 && readErr != nil:
-				return fmt.Errorf("%d records failed (first: %w); input: %w", failed, firstErr, readErr)
-			case failed > 0:
-				return fmt.Errorf("%d records failed, first: %w", failed, firstErr)
-			case readErr != nil:
-				return fmt.Errorf("reading input: %w (records before it were produced)", readErr)
-			}
-			return nil
-		},
+		ValidArgsFunction: completeTopics(&o.f, false),
+		RunE:              o.run,
 	}
-	f.register(cmd)
+	o.f.register(cmd)
 	fs := cmd.Flags()
-	fs.StringVarP(&keyDelim, "key-delimiter", "K", "", "split each line into key and value at the first DELIM")
-	fs.StringVarP(&format, "format", "f", "", "input format (see above); default %v\\n")
-	fs.StringArrayVarP(&headers, "header", "H", nil, "header key=value on every record (repeatable)")
-	fs.Int32VarP(&partition, "partition", "p", -1, "produce to this partition (-1: by key, or sticky for null keys)")
-	fs.BoolVarP(&nullEmpty, "null-empty", "Z", false, "send an empty key or value as null (tombstones)")
-	fs.StringVar(&acks, "acks", "all", "all, 1 or 0")
-	fs.StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
+	fs.StringVarP(&o.keyDelim, "key-delimiter", "K", "", "split each line into key and value at the first DELIM")
+	fs.StringVarP(&o.format, "format", "f", "", "input format (see above); default %v\\n")
+	fs.StringArrayVarP(&o.headers, "header", "H", nil, "header key=value on every record (repeatable)")
+	fs.Int32VarP(&o.partition, "partition", "p", -1, "produce to this partition (-1: by key, or sticky for null keys)")
+	fs.BoolVarP(&o.nullEmpty, "null-empty", "Z", false, "send an empty key or value as null (tombstones)")
+	fs.StringVar(&o.acks, "acks", "all", "all, 1 or 0")
+	fs.StringVar(&o.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	return cmd
+}
+
+// reader is the record reader the flags ask for, and the headers every
+// record gets.
+func (o *produce) reader(in io.Reader) (*recordReader, []kgo.RecordHeader, error) {
+	format := o.format
+	if format != "" && o.keyDelim != "" {
+		return nil, nil, errors.New("give -K or -f, not both")
+	}
+	switch {
+	case o.keyDelim != "":
+		format = "%k" + strings.ReplaceAll(o.keyDelim, "%", "%%") + "%v\\n"
+	case format == "":
+		format = "%v\\n"
+	}
+	hdrs, err := parseKeyValues("header", o.headers)
+	if err != nil {
+		return nil, nil, err
+	}
+	var recHeaders []kgo.RecordHeader
+	for _, kv := range o.headers {
+		k, _, _ := strings.Cut(kv, "=")
+		k = strings.TrimSpace(k)
+		recHeaders = append(recHeaders, kgo.RecordHeader{Key: k, Value: []byte(*hdrs[k])})
+	}
+	rr, err := newRecordReader(format, in, o.nullEmpty)
+	return rr, recHeaders, err
+}
+
+func (o *produce) run(cmd *cobra.Command, args []string) error {
+	topic := args[0]
+	rr, headers, err := o.reader(cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	opts, err := producerOpts(o.acks, o.compression)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(topic))
+	if o.partition >= 0 || rr.has('p') {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	cl, _, err := o.f.clients(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	// Input may stream for a long time (tail -f | gregor produce), so no
+	// --timeout here; kgo's delivery timeout counts from the record's
+	// timestamp, which %T may set in the past.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var sum produceSummary
+	readErr := o.produceAll(ctx, cl, rr, topic, headers, &sum)
+	if err := sum.print(cmd.OutOrStdout(), o.f.output); err != nil {
+		return err
+	}
+	switch {
+	case sum.failed > 0 && readErr != nil:
+		return fmt.Errorf("%d records failed (first: %w); input: %w", sum.failed, sum.firstErr, readErr)
+	case sum.failed > 0:
+		return fmt.Errorf("%d records failed, first: %w", sum.failed, sum.firstErr)
+	case readErr != nil:
+		return fmt.Errorf("reading input: %w (records before it were produced)", readErr)
+	}
+	return nil
+}
+
+// produceAll produces every record rr reads until the end of input or a bad
+// record, and waits for them all; it returns the input's error.
+func (o *produce) produceAll(ctx context.Context, cl *kgo.Client, rr *recordReader, topic string, headers []kgo.RecordHeader,
+	sum *produceSummary) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	done := func(r *kgo.Record, err error) {
+		defer wg.Done()
+		sum.add(r, err)
+	}
+	for {
+		rec, err := rr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rec.Topic = topic
+		rec.Headers = append(slices.Clone(headers), rec.Headers...)
+		if o.partition >= 0 {
+			rec.Partition = o.partition
+		} else if rr.has('p') && rec.Partition < 0 {
+			return fmt.Errorf("record %d: no partition", rr.record)
+		}
+		wg.Add(1)
+		cl.Produce(ctx, rec, done)
+	}
+}
+
+// produceSummary counts what a produce run wrote, per partition, and what
+// failed; kgo's callbacks add to it concurrently.
+type produceSummary struct {
+	mu       sync.Mutex
+	parts    map[int32]*producedPartition
+	failed   int64
+	firstErr error
+}
+
+func (s *produceSummary) add(r *kgo.Record, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		if s.failed++; s.firstErr == nil {
+			s.firstErr = err
+		}
+		return
+	}
+	if s.parts == nil {
+		s.parts = map[int32]*producedPartition{}
+	}
+	p := s.parts[r.Partition]
+	if p == nil {
+		p = &producedPartition{Topic: r.Topic, Partition: r.Partition, FirstOffset: r.Offset}
+		s.parts[r.Partition] = p
+	}
+	p.Records++
+	p.FirstOffset = min(p.FirstOffset, r.Offset)
+	p.LastOffset = max(p.LastOffset, r.Offset)
+}
+
+var producedPartitions = tableView[producedPartition]{
+	header: []any{"topic", "partition", "records", "first-offset", "last-offset"},
+	right:  []int{4, 5},
+	row: func(s producedPartition) []any {
+		return []any{s.Topic, s.Partition, s.Records, formatOffset(s.FirstOffset), formatOffset(s.LastOffset)}
+	},
+}
+
+// print shows the partitions written to, by partition (no table when none).
+func (s *produceSummary) print(w io.Writer, format string) error {
+	out := []producedPartition{}
+	for _, p := range s.parts {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b producedPartition) int { return int(a.Partition - b.Partition) })
+	if format != "json" && len(out) == 0 {
+		return nil
+	}
+	return producedPartitions.print(w, format, out)
 }

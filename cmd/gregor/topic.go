@@ -42,111 +42,141 @@ type topicResult struct {
 	Error string `json:"error,omitempty"`
 }
 
-func printTopicResults(w io.Writer, format string, rs []topicResult) error {
-	if format == "json" {
-		return writeJSON(w, rs)
-	}
-	t := newTable(w, "topic", "result")
-	for _, r := range rs {
-		res := "ok"
+// topicResults is tableView of topicResult.
+var topicResults = tableView[topicResult]{
+	header: []any{"topic", "result"},
+	row: func(r topicResult) []any {
 		if r.Error != "" {
-			res = r.Error
+			return []any{r.Topic, r.Error}
 		}
-		t.AppendRow([]any{r.Topic, res})
+		return []any{r.Topic, "ok"}
+	},
+}
+
+// printPerTopic prints the outcome of one admin call for each named topic,
+// as answer gives it, and fails with what when any topic failed.
+func printPerTopic(cmd *cobra.Command, format string, topics []string, what string, answer func(topic string) error) error {
+	out, failed := collect(topics, func(topic string) (topicResult, error) {
+		err := answer(topic)
+		return topicResult{Topic: topic, Error: errString(err)}, err
+	})
+	if err := topicResults.print(cmd.OutOrStdout(), format, out); err != nil {
+		return err
 	}
-	renderTable(w, t)
-	return nil
+	return failed.err(what)
+}
+
+// topicCreate is `topic create`.
+type topicCreate struct {
+	f            *connFlags
+	partitions   int32
+	replicas     int16
+	configs      []string
+	validateOnly bool
+}
+
+// createdTopic is one row of `topic create`.
+type createdTopic struct {
+	Topic             string `json:"topic"`
+	ID                string `json:"id,omitempty"`
+	Partitions        int32  `json:"partitions"`
+	ReplicationFactor int16  `json:"replication_factor"`
+	ValidateOnly      bool   `json:"validate_only,omitempty"`
+	Error             string `json:"error,omitempty"`
 }
 
 func topicCreateCmd(f *connFlags) *cobra.Command {
-	var (
-		partitions   int32
-		replicas     int16
-		configs      []string
-		validateOnly bool
-	)
+	o := &topicCreate{f: f}
 	cmd := &cobra.Command{
 		Use:   "create TOPIC...",
 		Short: "Create topics",
 		Example: `  gregor topic create orders -p 6 -c cleanup.policy=compact -c min.cleanable.dirty.ratio=0.1
   gregor topic create a b c --validate-only`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := parseKeyValues("config", configs)
-			if err != nil {
-				return err
-			}
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			create := adm.CreateTopics
-			if validateOnly {
-				create = adm.ValidateCreateTopics
-			}
-			resp, err := create(ctx, partitions, replicas, cfg, args...)
-			if err != nil {
-				return err
-			}
-			type created struct {
-				Topic             string `json:"topic"`
-				ID                string `json:"id,omitempty"`
-				Partitions        int32  `json:"partitions"`
-				ReplicationFactor int16  `json:"replication_factor"`
-				ValidateOnly      bool   `json:"validate_only,omitempty"`
-				Error             string `json:"error,omitempty"`
-			}
-			var out []created
-			var failed failures
-			for _, topic := range args {
-				r, ok := resp[topic]
-				c := created{Topic: topic, ValidateOnly: validateOnly}
-				if !ok {
-					c.Error = "no answer from the broker"
-					failed++
-				} else {
-					err := withMessage(r.Err, r.ErrMessage)
-					failed.add(err)
-					c.ID, c.Partitions, c.ReplicationFactor, c.Error = topicIDString(r.ID), r.NumPartitions, r.ReplicationFactor, errString(err)
-				}
-				out = append(out, c)
-			}
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				if err := writeJSON(w, out); err != nil {
-					return err
-				}
-			} else {
-				t := newTable(w, "topic", "id", "partitions", "replication-factor", "result")
-				alignRight(t, 3, 4)
-				for _, c := range out {
-					res := "created"
-					if validateOnly {
-						res = "valid"
-					}
-					if c.Error != "" {
-						res = c.Error
-					}
-					parts, rf := "-", "-"
-					if c.Error == "" {
-						parts, rf = fmt.Sprint(c.Partitions), fmt.Sprint(c.ReplicationFactor)
-					}
-					t.AppendRow([]any{c.Topic, c.ID, parts, rf, res})
-				}
-				renderTable(w, t)
-			}
-			return failed.err("topic creations")
-		},
+		RunE: o.run,
 	}
 	fs := cmd.Flags()
-	fs.Int32VarP(&partitions, "partitions", "p", -1, "partitions (-1: the broker's num.partitions)")
-	fs.Int16VarP(&replicas, "replication-factor", "r", -1, "replicas per partition (-1: the broker's default.replication.factor)")
-	fs.StringArrayVarP(&configs, "config", "c", nil, "topic config key=value (repeatable)")
-	fs.BoolVar(&validateOnly, "validate-only", false, "ask the controller to validate without creating")
+	fs.Int32VarP(&o.partitions, "partitions", "p", -1, "partitions (-1: the broker's num.partitions)")
+	fs.Int16VarP(&o.replicas, "replication-factor", "r", -1, "replicas per partition (-1: the broker's default.replication.factor)")
+	fs.StringArrayVarP(&o.configs, "config", "c", nil, "topic config key=value (repeatable)")
+	fs.BoolVar(&o.validateOnly, "validate-only", false, "ask the controller to validate without creating")
 	return cmd
+}
+
+func (o *topicCreate) run(cmd *cobra.Command, topics []string) error {
+	cfg, err := parseKeyValues("config", o.configs)
+	if err != nil {
+		return err
+	}
+	s, end, err := o.f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	create := s.adm.CreateTopics
+	if o.validateOnly {
+		create = s.adm.ValidateCreateTopics
+	}
+	resp, err := create(s.ctx, o.partitions, o.replicas, cfg, topics...)
+	if err != nil {
+		return err
+	}
+	out, failed := collect(topics, func(topic string) (createdTopic, error) {
+		c := createdTopic{Topic: topic, ValidateOnly: o.validateOnly}
+		r, ok := resp[topic]
+		if !ok {
+			c.Error = errNoAnswer.Error()
+			return c, errNoAnswer
+		}
+		err := withMessage(r.Err, r.ErrMessage)
+		c.ID, c.Partitions, c.ReplicationFactor, c.Error = topicIDString(r.ID), r.NumPartitions, r.ReplicationFactor, errString(err)
+		return c, err
+	})
+	view := tableView[createdTopic]{
+		header: []any{"topic", "id", "partitions", "replication-factor", "result"},
+		right:  []int{3, 4},
+		row: func(c createdTopic) []any {
+			res, parts, rf := "created", "-", "-"
+			if o.validateOnly {
+				res = "valid"
+			}
+			if c.Error != "" {
+				res = c.Error
+			} else {
+				parts, rf = fmt.Sprint(c.Partitions), fmt.Sprint(c.ReplicationFactor)
+			}
+			return []any{c.Topic, c.ID, parts, rf, res}
+		},
+	}
+	if err := view.print(cmd.OutOrStdout(), o.f.output, out); err != nil {
+		return err
+	}
+	return failed.err("topic creations")
+}
+
+// listedTopic is one row of `topic list`.
+type listedTopic struct {
+	Topic             string `json:"topic"`
+	ID                string `json:"id,omitempty"`
+	Partitions        int    `json:"partitions"`
+	ReplicationFactor int    `json:"replication_factor"`
+	UnderReplicated   int    `json:"under_replicated_partitions"`
+	Internal          bool   `json:"internal,omitempty"`
+	Error             string `json:"error,omitempty"`
+}
+
+var listedTopics = tableView[listedTopic]{
+	header: []any{"topic", "partitions", "replication-factor", "under-replicated", "id"},
+	row: func(l listedTopic) []any {
+		name := l.Topic
+		if l.Internal {
+			name += " (internal)"
+		}
+		if l.Error != "" {
+			name += " (" + l.Error + ")"
+		}
+		return []any{name, l.Partitions, l.ReplicationFactor, l.UnderReplicated, l.ID}
+	},
 }
 
 func topicListCmd(f *connFlags) *cobra.Command {
@@ -157,61 +187,38 @@ func topicListCmd(f *connFlags) *cobra.Command {
 		Short:   "List topics with their partition count and replication factor",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			tds, err := adm.ListTopicsWithInternal(ctx)
-			if err != nil {
-				return err
-			}
-			type listed struct {
-				Topic             string `json:"topic"`
-				ID                string `json:"id,omitempty"`
-				Partitions        int    `json:"partitions"`
-				ReplicationFactor int    `json:"replication_factor"`
-				UnderReplicated   int    `json:"under_replicated_partitions"`
-				Internal          bool   `json:"internal,omitempty"`
-				Error             string `json:"error,omitempty"`
-			}
-			out := []listed{}
-			for _, td := range tds.Sorted() {
-				if td.IsInternal && !internal {
-					continue
-				}
-				l := listed{Topic: td.Topic, ID: topicIDString(td.ID), Partitions: len(td.Partitions),
-					ReplicationFactor: td.Partitions.NumReplicas(), Internal: td.IsInternal, Error: errString(td.Err)}
-				for _, pd := range td.Partitions {
-					if len(pd.ISR) < len(pd.Replicas) {
-						l.UnderReplicated++
-					}
-				}
-				out = append(out, l)
-			}
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				return writeJSON(w, out)
-			}
-			t := newTable(w, "topic", "partitions", "replication-factor", "under-replicated", "id")
-			for _, l := range out {
-				name := l.Topic
-				if l.Internal {
-					name += " (internal)"
-				}
-				if l.Error != "" {
-					name += " (" + l.Error + ")"
-				}
-				t.AppendRow([]any{name, l.Partitions, l.ReplicationFactor, l.UnderReplicated, l.ID})
-			}
-			renderTable(w, t)
-			return nil
+			return topicList(cmd, f, internal)
 		},
 	}
 	cmd.Flags().BoolVar(&internal, "internal", false, "include internal topics (__consumer_offsets, __transaction_state)")
 	return cmd
+}
+
+func topicList(cmd *cobra.Command, f *connFlags, internal bool) error {
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	tds, err := s.adm.ListTopicsWithInternal(s.ctx)
+	if err != nil {
+		return err
+	}
+	out := []listedTopic{}
+	for _, td := range tds.Sorted() {
+		if td.IsInternal && !internal {
+			continue
+		}
+		l := listedTopic{Topic: td.Topic, ID: topicIDString(td.ID), Partitions: len(td.Partitions),
+			ReplicationFactor: td.Partitions.NumReplicas(), Internal: td.IsInternal, Error: errString(td.Err)}
+		for _, pd := range td.Partitions {
+			if len(pd.ISR) < len(pd.Replicas) {
+				l.UnderReplicated++
+			}
+		}
+		out = append(out, l)
+	}
+	return listedTopics.print(cmd.OutOrStdout(), f.output, out)
 }
 
 // configEntry is one topic config as DescribeConfigs reports it.
@@ -267,72 +274,87 @@ Always log start ≤ LSO ≤ HW ≤ LEO. -o json adds per-replica sizes.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTopics(f, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tps, topics, err := parseTopicPartitions(args)
-			if err != nil {
-				return err
-			}
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			tds, err := describeTopics(ctx, adm, topics...)
-			if err != nil {
-				return err
-			}
-			keep := func(t string, p int32) bool {
-				return slices.ContainsFunc(tps, func(tp topicPartition) bool { return tp.topic == t && tp.includes(p) })
-			}
-			parts, err := gatherPartitions(ctx, cl, adm, tds, keep, true)
-			if err != nil {
-				return err
-			}
-			rcs, cerr := adm.DescribeTopicConfigs(ctx, topics...)
-			var out []topicDescription
-			for _, topic := range topics {
-				td := tds[topic]
-				d := topicDescription{Topic: topic, ID: topicIDString(td.ID), Internal: td.IsInternal,
-					Partitions: len(td.Partitions), ReplicationFactor: td.Partitions.NumReplicas(), Configs: []configEntry{},
-					PartitionStates: []*partitionState{}}
-				for _, ps := range parts {
-					if ps.Topic == topic {
-						d.PartitionStates = append(d.PartitionStates, ps)
-					}
-				}
-				if cerr != nil {
-					d.Errors = append(d.Errors, fmt.Sprintf("configs: %v", cerr))
-				} else if rc, err := rcs.On(topic, nil); err != nil {
-					d.Errors = append(d.Errors, fmt.Sprintf("configs: %v", err))
-				} else if rc.Err != nil {
-					d.Errors = append(d.Errors, fmt.Sprintf("configs: %v", withMessage(rc.Err, rc.ErrMessage)))
-				} else {
-					for _, c := range rc.Configs {
-						if overrides && c.Source != kmsg.ConfigSourceDynamicTopicConfig {
-							continue
-						}
-						d.Configs = append(d.Configs, configEntry{Name: c.Key, Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive})
-					}
-					slices.SortFunc(d.Configs, func(a, b configEntry) int { return strings.Compare(a.Name, b.Name) })
-				}
-				out = append(out, d)
-			}
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				return writeJSON(w, out)
-			}
-			for i, d := range out {
-				if i > 0 {
-					fmt.Fprintln(w)
-				}
-				printTopicDescription(w, cmd.ErrOrStderr(), d)
-			}
-			return nil
+			return topicDescribe(cmd, f, args, overrides)
 		},
 	}
 	cmd.Flags().BoolVar(&overrides, "overrides", false, "show only configs set on the topic (DYNAMIC_TOPIC_CONFIG)")
 	return cmd
+}
+
+func topicDescribe(cmd *cobra.Command, f *connFlags, args []string, overrides bool) error {
+	tps, topics, err := parseTopicPartitions(args)
+	if err != nil {
+		return err
+	}
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	tds, err := describeTopics(s.ctx, s.adm, topics...)
+	if err != nil {
+		return err
+	}
+	keep := func(t string, p int32) bool {
+		return slices.ContainsFunc(tps, func(tp topicPartition) bool { return tp.topic == t && tp.includes(p) })
+	}
+	parts, err := gatherPartitions(s.ctx, s.cl, s.adm, tds, keep, true)
+	if err != nil {
+		return err
+	}
+	rcs, cerr := s.adm.DescribeTopicConfigs(s.ctx, topics...)
+	var out []topicDescription
+	for _, topic := range topics {
+		td := tds[topic]
+		d := topicDescription{Topic: topic, ID: topicIDString(td.ID), Internal: td.IsInternal,
+			Partitions: len(td.Partitions), ReplicationFactor: td.Partitions.NumReplicas(), Configs: []configEntry{},
+			PartitionStates: []*partitionState{}}
+		for _, ps := range parts {
+			if ps.Topic == topic {
+				d.PartitionStates = append(d.PartitionStates, ps)
+			}
+		}
+		err := cerr
+		if err == nil {
+			d.Configs, err = topicConfigEntries(rcs, topic, overrides)
+		}
+		if err != nil {
+			d.Errors = append(d.Errors, fmt.Sprintf("configs: %v", err))
+		}
+		out = append(out, d)
+	}
+	w := cmd.OutOrStdout()
+	if f.output == "json" {
+		return writeJSON(w, out)
+	}
+	for i, d := range out {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		printTopicDescription(w, cmd.ErrOrStderr(), d)
+	}
+	return nil
+}
+
+// topicConfigEntries are topic's configs from a DescribeConfigs answer,
+// sorted by name; only the topic's own overrides with overrides.
+func topicConfigEntries(rcs kadm.ResourceConfigs, topic string, overrides bool) ([]configEntry, error) {
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		return []configEntry{}, err
+	}
+	if rc.Err != nil {
+		return []configEntry{}, withMessage(rc.Err, rc.ErrMessage)
+	}
+	out := []configEntry{}
+	for _, c := range rc.Configs {
+		if overrides && c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			continue
+		}
+		out = append(out, configEntry{Name: c.Key, Value: c.Value, Source: c.Source.String(), Sensitive: c.Sensitive})
+	}
+	slices.SortFunc(out, func(a, b configEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }
 
 func printTopicDescription(w, errw io.Writer, d topicDescription) {
@@ -371,11 +393,7 @@ func printTopicDescription(w, errw io.Writer, d topicDescription) {
 			formatOffset(ps.LogStartOffset), formatOffset(ps.LastStableOffset), formatOffset(ps.HighWatermark),
 			formatOptOffset(ps.LogEndOffset), humanBytes(ps.SizeBytes)}
 		if multi {
-			var leos []string
-			for _, rs := range ps.ReplicaStates {
-				leos = append(leos, fmt.Sprintf("%d:%s", rs.Broker, formatOptOffset(rs.LogEndOffset)))
-			}
-			row = append(row, strings.Join(leos, ","))
+			row = append(row, replicaLEOs(ps.ReplicaStates))
 		}
 		t.AppendRow(row)
 		for _, e := range ps.Errors {
@@ -399,46 +417,40 @@ func topicDeleteCmd(f *connFlags) *cobra.Command {
 		Short:             "Delete topics",
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTopics(f, false),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			resp, err := adm.DeleteTopics(ctx, args...)
-			if err != nil {
-				return err
-			}
-			var out []topicResult
-			var failed failures
-			for _, topic := range args {
-				r, ok := resp[topic]
-				res := topicResult{Topic: topic}
-				if !ok {
-					res.Error = "no answer from the broker"
-					failed++
-				} else {
-					err := withMessage(r.Err, r.ErrMessage)
-					failed.add(err)
-					res.Error = errString(err)
-				}
-				out = append(out, res)
-			}
-			if err := printTopicResults(cmd.OutOrStdout(), f.output, out); err != nil {
-				return err
-			}
-			return failed.err("topic deletions")
+		RunE: func(cmd *cobra.Command, topics []string) error {
+			return topicDelete(cmd, f, topics)
 		},
 	}
 }
 
+func topicDelete(cmd *cobra.Command, f *connFlags, topics []string) error {
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	resp, err := s.adm.DeleteTopics(s.ctx, topics...)
+	if err != nil {
+		return err
+	}
+	return printPerTopic(cmd, f.output, topics, "topic deletions", func(topic string) error {
+		r, ok := resp[topic]
+		if !ok {
+			return errNoAnswer
+		}
+		return withMessage(r.Err, r.ErrMessage)
+	})
+}
+
+// topicAlterConfig is `topic alter-config`.
+type topicAlterConfig struct {
+	f                                 *connFlags
+	sets, deletes, appends, subtracts []string
+	validateOnly                      bool
+}
+
 func topicAlterConfigCmd(f *connFlags) *cobra.Command {
-	var (
-		sets, deletes, appends, subtracts []string
-		validateOnly                      bool
-	)
+	o := &topicAlterConfig{f: f}
 	cmd := &cobra.Command{
 		Use:   "alter-config TOPIC...",
 		Short: "Change topic configs incrementally (IncrementalAlterConfigs)",
@@ -449,76 +461,81 @@ func topicAlterConfigCmd(f *connFlags) *cobra.Command {
   gregor topic alter-config orders --append cleanup.policy=compact`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTopics(f, false),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var alters []kadm.AlterConfig
-			for _, op := range []struct {
-				flag string
-				kvs  []string
-				op   kadm.IncrementalOp
-			}{{"set", sets, kadm.SetConfig}, {"append", appends, kadm.AppendConfig}, {"subtract", subtracts, kadm.SubtractConfig}} {
-				m, err := parseKeyValues(op.flag, op.kvs)
-				if err != nil {
-					return err
-				}
-				for _, kv := range op.kvs {
-					k, _, _ := strings.Cut(kv, "=")
-					k = strings.TrimSpace(k)
-					alters = append(alters, kadm.AlterConfig{Op: op.op, Name: k, Value: m[k]})
-				}
-			}
-			for _, k := range deletes {
-				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
-			}
-			if len(alters) == 0 {
-				return fmt.Errorf("nothing to change: give --set, --delete, --append or --subtract")
-			}
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			alter := adm.AlterTopicConfigs
-			if validateOnly {
-				alter = adm.ValidateAlterTopicConfigs
-			}
-			resp, err := alter(ctx, alters, args...)
-			if err != nil {
-				return err
-			}
-			var out []topicResult
-			var failed failures
-			for _, topic := range args {
-				res := topicResult{Topic: topic}
-				r, err := resp.On(topic, nil)
-				if err == nil {
-					err = withMessage(r.Err, r.ErrMessage)
-				}
-				failed.add(err)
-				res.Error = errString(err)
-				out = append(out, res)
-			}
-			if err := printTopicResults(cmd.OutOrStdout(), f.output, out); err != nil {
-				return err
-			}
-			return failed.err("config changes")
-		},
+		RunE:              o.run,
 	}
 	fs := cmd.Flags()
-	fs.StringArrayVar(&sets, "set", nil, "set key=value (repeatable)")
-	fs.StringArrayVar(&deletes, "delete", nil, "remove the topic's value for key (repeatable)")
-	fs.StringArrayVar(&appends, "append", nil, "append value to list config key=value (repeatable)")
-	fs.StringArrayVar(&subtracts, "subtract", nil, "remove value from list config key=value (repeatable)")
-	fs.BoolVar(&validateOnly, "validate-only", false, "validate without applying")
+	fs.StringArrayVar(&o.sets, "set", nil, "set key=value (repeatable)")
+	fs.StringArrayVar(&o.deletes, "delete", nil, "remove the topic's value for key (repeatable)")
+	fs.StringArrayVar(&o.appends, "append", nil, "append value to list config key=value (repeatable)")
+	fs.StringArrayVar(&o.subtracts, "subtract", nil, "remove value from list config key=value (repeatable)")
+	fs.BoolVar(&o.validateOnly, "validate-only", false, "validate without applying")
 	return cmd
 }
 
+// alters are the flags' changes, in the order --set, --append, --subtract,
+// --delete.
+func (o *topicAlterConfig) alters() ([]kadm.AlterConfig, error) {
+	var alters []kadm.AlterConfig
+	for _, op := range []struct {
+		flag string
+		kvs  []string
+		op   kadm.IncrementalOp
+	}{{"set", o.sets, kadm.SetConfig}, {"append", o.appends, kadm.AppendConfig}, {"subtract", o.subtracts, kadm.SubtractConfig}} {
+		m, err := parseKeyValues(op.flag, op.kvs)
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range op.kvs {
+			k, _, _ := strings.Cut(kv, "=")
+			k = strings.TrimSpace(k)
+			alters = append(alters, kadm.AlterConfig{Op: op.op, Name: k, Value: m[k]})
+		}
+	}
+	for _, k := range o.deletes {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
+	}
+	if len(alters) == 0 {
+		return nil, fmt.Errorf("nothing to change: give --set, --delete, --append or --subtract")
+	}
+	return alters, nil
+}
+
+func (o *topicAlterConfig) run(cmd *cobra.Command, topics []string) error {
+	alters, err := o.alters()
+	if err != nil {
+		return err
+	}
+	s, end, err := o.f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	alter := s.adm.AlterTopicConfigs
+	if o.validateOnly {
+		alter = s.adm.ValidateAlterTopicConfigs
+	}
+	resp, err := alter(s.ctx, alters, topics...)
+	if err != nil {
+		return err
+	}
+	return printPerTopic(cmd, o.f.output, topics, "config changes", func(topic string) error {
+		r, err := resp.On(topic, nil)
+		if err != nil {
+			return err
+		}
+		return withMessage(r.Err, r.ErrMessage)
+	})
+}
+
+// topicAddPartitions is `topic add-partitions`.
+type topicAddPartitions struct {
+	f            *connFlags
+	add, total   int
+	validateOnly bool
+}
+
 func topicAddPartitionsCmd(f *connFlags) *cobra.Command {
-	var (
-		add, total   int
-		validateOnly bool
-	)
+	o := &topicAddPartitions{f: f}
 	cmd := &cobra.Command{
 		Use:   "add-partitions TOPIC...",
 		Short: "Add partitions to topics (CreatePartitions); partitions can never be removed",
@@ -526,54 +543,65 @@ func topicAddPartitionsCmd(f *connFlags) *cobra.Command {
   gregor topic add-partitions orders --total 12`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTopics(f, false),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if (add > 0) == (total > 0) {
-				return fmt.Errorf("give exactly one of --add N or --total N")
-			}
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			var resp kadm.CreatePartitionsResponses
-			switch {
-			case add > 0 && validateOnly:
-				resp, err = adm.ValidateCreatePartitions(ctx, add, args...)
-			case add > 0:
-				resp, err = adm.CreatePartitions(ctx, add, args...)
-			case validateOnly:
-				resp, err = adm.ValidateUpdatePartitions(ctx, total, args...)
-			default:
-				resp, err = adm.UpdatePartitions(ctx, total, args...)
-			}
-			if err != nil {
-				return err
-			}
-			var out []topicResult
-			var failed failures
-			for _, topic := range args {
-				res := topicResult{Topic: topic}
-				r, err := resp.On(topic, nil)
-				if err == nil {
-					err = withMessage(r.Err, r.ErrMessage)
-				}
-				failed.add(err)
-				res.Error = errString(err)
-				out = append(out, res)
-			}
-			if err := printTopicResults(cmd.OutOrStdout(), f.output, out); err != nil {
-				return err
-			}
-			return failed.err("partition additions")
-		},
+		RunE:              o.run,
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&add, "add", 0, "partitions to add")
-	fs.IntVar(&total, "total", 0, "the partition count to grow to")
-	fs.BoolVar(&validateOnly, "validate-only", false, "validate without applying")
+	fs.IntVar(&o.add, "add", 0, "partitions to add")
+	fs.IntVar(&o.total, "total", 0, "the partition count to grow to")
+	fs.BoolVar(&o.validateOnly, "validate-only", false, "validate without applying")
 	return cmd
+}
+
+func (o *topicAddPartitions) run(cmd *cobra.Command, topics []string) error {
+	if (o.add > 0) == (o.total > 0) {
+		return fmt.Errorf("give exactly one of --add N or --total N")
+	}
+	s, end, err := o.f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	var resp kadm.CreatePartitionsResponses
+	switch {
+	case o.add > 0 && o.validateOnly:
+		resp, err = s.adm.ValidateCreatePartitions(s.ctx, o.add, topics...)
+	case o.add > 0:
+		resp, err = s.adm.CreatePartitions(s.ctx, o.add, topics...)
+	case o.validateOnly:
+		resp, err = s.adm.ValidateUpdatePartitions(s.ctx, o.total, topics...)
+	default:
+		resp, err = s.adm.UpdatePartitions(s.ctx, o.total, topics...)
+	}
+	if err != nil {
+		return err
+	}
+	return printPerTopic(cmd, o.f.output, topics, "partition additions", func(topic string) error {
+		r, err := resp.On(topic, nil)
+		if err != nil {
+			return err
+		}
+		return withMessage(r.Err, r.ErrMessage)
+	})
+}
+
+// trimmedPartition is one row of `topic trim`.
+type trimmedPartition struct {
+	Topic          string `json:"topic"`
+	Partition      int32  `json:"partition"`
+	LogStartOffset int64  `json:"log_start_offset"`
+	Error          string `json:"error,omitempty"`
+}
+
+var trimmedPartitions = tableView[trimmedPartition]{
+	header: []any{"topic", "partition", "log-start", "result"},
+	right:  []int{3},
+	row: func(o trimmedPartition) []any {
+		res := "ok"
+		if o.Error != "" {
+			res = o.Error
+		}
+		return []any{o.Topic, o.Partition, formatOffset(o.LogStartOffset), res}
+	},
 }
 
 func topicTrimCmd(f *connFlags) *cobra.Command {
@@ -590,98 +618,86 @@ deletes everything up to the high watermark.`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTopics(f, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var offset int64
-			switch before {
-			case "":
-				return fmt.Errorf("--before OFFSET is required (a number, or hw)")
-			case "hw", "end":
-				offset = -1
-			default:
-				o, err := strconv.ParseInt(before, 10, 64)
-				if err != nil || o < 0 {
-					return fmt.Errorf("--before %q: want an offset or hw", before)
-				}
-				offset = o
-			}
-			tps, topics, err := parseTopicPartitions(args)
-			if err != nil {
-				return err
-			}
-			cl, adm, err := f.clients()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := f.context(cmd)
-			defer cancel()
-			tds, err := describeTopics(ctx, adm, topics...)
-			if err != nil {
-				return err
-			}
-			var req kadm.Offsets
-			for _, tp := range tps {
-				for _, p := range tds[tp.topic].Partitions.Numbers() {
-					if tp.includes(p) {
-						req.AddOffset(tp.topic, p, offset, -1)
-					}
-				}
-				if _, ok := tds[tp.topic].Partitions[tp.partition]; tp.partition >= 0 && !ok {
-					return fmt.Errorf("topic %s has no partition %d", tp.topic, tp.partition)
-				}
-			}
-			resp, err := adm.DeleteRecords(ctx, req)
-			if err != nil {
-				return err
-			}
-			type trimmed struct {
-				Topic          string `json:"topic"`
-				Partition      int32  `json:"partition"`
-				LogStartOffset int64  `json:"log_start_offset"`
-				Error          string `json:"error,omitempty"`
-			}
-			out := []trimmed{}
-			var failed failures
-			req.Each(func(o kadm.Offset) {
-				r, ok := resp.Lookup(o.Topic, o.Partition)
-				t := trimmed{Topic: o.Topic, Partition: o.Partition, LogStartOffset: -1}
-				switch {
-				case !ok:
-					t.Error = "no answer from the broker"
-					failed++
-				case r.Err != nil:
-					t.Error = r.Err.Error()
-					failed++
-				default:
-					t.LogStartOffset = r.LowWatermark
-				}
-				out = append(out, t)
-			})
-			slices.SortFunc(out, func(a, b trimmed) int {
-				if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-					return c
-				}
-				return int(a.Partition - b.Partition)
-			})
-			w := cmd.OutOrStdout()
-			if f.output == "json" {
-				if err := writeJSON(w, out); err != nil {
-					return err
-				}
-			} else {
-				t := newTable(w, "topic", "partition", "log-start", "result")
-				alignRight(t, 3)
-				for _, o := range out {
-					res := "ok"
-					if o.Error != "" {
-						res = o.Error
-					}
-					t.AppendRow([]any{o.Topic, o.Partition, formatOffset(o.LogStartOffset), res})
-				}
-				renderTable(w, t)
-			}
-			return failed.err("trims")
+			return topicTrim(cmd, f, args, before)
 		},
 	}
 	cmd.Flags().StringVar(&before, "before", "", "the new log start offset: records below it are deleted (a number, or hw)")
 	return cmd
+}
+
+// parseBefore is --before as a DeleteRecords offset (-1: the high watermark).
+func parseBefore(before string) (int64, error) {
+	switch before {
+	case "":
+		return 0, fmt.Errorf("--before OFFSET is required (a number, or hw)")
+	case "hw", "end":
+		return -1, nil
+	}
+	o, err := strconv.ParseInt(before, 10, 64)
+	if err != nil || o < 0 {
+		return 0, fmt.Errorf("--before %q: want an offset or hw", before)
+	}
+	return o, nil
+}
+
+func topicTrim(cmd *cobra.Command, f *connFlags, args []string, before string) error {
+	offset, err := parseBefore(before)
+	if err != nil {
+		return err
+	}
+	tps, topics, err := parseTopicPartitions(args)
+	if err != nil {
+		return err
+	}
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return err
+	}
+	defer end()
+	tds, err := describeTopics(s.ctx, s.adm, topics...)
+	if err != nil {
+		return err
+	}
+	if err := checkPartitions(tds, tps); err != nil {
+		return err
+	}
+	var req kadm.Offsets
+	for _, tp := range tps {
+		for _, p := range tds[tp.topic].Partitions.Numbers() {
+			if tp.includes(p) {
+				req.AddOffset(tp.topic, p, offset, -1)
+			}
+		}
+	}
+	resp, err := s.adm.DeleteRecords(s.ctx, req)
+	if err != nil {
+		return err
+	}
+	out := []trimmedPartition{}
+	var failed failures
+	req.Each(func(o kadm.Offset) {
+		r, ok := resp.Lookup(o.Topic, o.Partition)
+		t := trimmedPartition{Topic: o.Topic, Partition: o.Partition, LogStartOffset: -1}
+		switch {
+		case !ok:
+			t.Error = errNoAnswer.Error()
+			failed++
+		case r.Err != nil:
+			t.Error = r.Err.Error()
+			failed++
+		default:
+			t.LogStartOffset = r.LowWatermark
+		}
+		out = append(out, t)
+	})
+	slices.SortFunc(out, func(a, b trimmedPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return int(a.Partition - b.Partition)
+	})
+	if err := trimmedPartitions.print(cmd.OutOrStdout(), f.output, out); err != nil {
+		return err
+	}
+	return failed.err("trims")
 }
