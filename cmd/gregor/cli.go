@@ -187,6 +187,21 @@ func collect[T any](keys []string, one func(key string) (T, error)) ([]T, failur
 // errNoAnswer is the result of an item the broker left out of its answer.
 var errNoAnswer = errors.New("no answer from the broker")
 
+// printDocuments writes docs as a JSON array (-o json), or each with print,
+// a blank line between two.
+func printDocuments[T any](w io.Writer, format string, docs []T, print func(T)) error {
+	if format == "json" {
+		return writeJSON(w, docs)
+	}
+	for i, d := range docs {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		print(d)
+	}
+	return nil
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -264,6 +279,38 @@ func parseTopicPartition(s string) (topicPartition, error) {
 
 func (tp topicPartition) includes(p int32) bool { return tp.partition < 0 || tp.partition == p }
 
+// topicsSession is a session for a command's TOPIC[/PARTITION] arguments,
+// with the metadata of the topics they name (of every topic when none).
+type topicsSession struct {
+	session
+	tps    []topicPartition
+	topics []string
+	tds    kadm.TopicDetails
+}
+
+// connectTopics parses args, connects and describes the named topics.
+func (f *connFlags) connectTopics(cmd *cobra.Command, args []string) (topicsSession, func(), error) {
+	tps, topics, err := parseTopicPartitions(args)
+	if err != nil {
+		return topicsSession{}, nil, err
+	}
+	s, end, err := f.connect(cmd)
+	if err != nil {
+		return topicsSession{}, nil, err
+	}
+	tds, err := describeTopics(s.ctx, s.adm, topics...)
+	if err != nil {
+		end()
+		return topicsSession{}, nil, err
+	}
+	return topicsSession{session: s, tps: tps, topics: topics, tds: tds}, end, nil
+}
+
+// named reports whether an argument names partition p of topic t.
+func (s *topicsSession) named(t string, p int32) bool {
+	return slices.ContainsFunc(s.tps, func(tp topicPartition) bool { return tp.topic == t && tp.includes(p) })
+}
+
 // parseKeyValues turns repeated key=value flags into a map.
 func parseKeyValues(flag string, kvs []string) (map[string]*string, error) {
 	m := make(map[string]*string, len(kvs))
@@ -297,10 +344,10 @@ func describeTopics(ctx context.Context, adm *kadm.Client, topics ...string) (ka
 	return tds, errors.Join(errs...)
 }
 
-// completeTopics offers the cluster's topic names for shell completion,
-// using the -b flag or GREGOR_BROKERS. It gives up quickly when no broker
-// answers.
-func completeTopics(f *connFlags, withPartitions bool) cobra.CompletionFunc {
+// completeWith offers what list finds for shell completion, asking the
+// brokers of the -b flag or GREGOR_BROKERS. It gives up quickly when no
+// broker answers.
+func completeWith(f *connFlags, list func(ctx context.Context, adm *kadm.Client, toComplete string) ([]string, error)) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		cl, adm, err := f.clients()
 		if err != nil {
@@ -309,9 +356,18 @@ func completeTopics(f *connFlags, withPartitions bool) cobra.CompletionFunc {
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
+		out, _ := list(ctx, adm, toComplete)
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeTopics offers the cluster's topic names, and with withPartitions
+// TOPIC/PARTITION too.
+func completeTopics(f *connFlags, withPartitions bool) cobra.CompletionFunc {
+	return completeWith(f, func(ctx context.Context, adm *kadm.Client, toComplete string) ([]string, error) {
 		tds, err := adm.ListTopics(ctx)
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+			return nil, err
 		}
 		var out []string
 		for _, td := range tds.Sorted() {
@@ -325,8 +381,8 @@ func completeTopics(f *connFlags, withPartitions bool) cobra.CompletionFunc {
 				}
 			}
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
+		return out, nil
+	})
 }
 
 // retryRetriable calls fn until it succeeds, fails for good, or ctx ends.

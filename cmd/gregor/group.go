@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -27,17 +26,10 @@ func groupCmd() *cobra.Command {
 
 // completeGroups offers the cluster's group names.
 func completeGroups(f *connFlags) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		cl, adm, err := f.clients()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
+	return completeWith(f, func(ctx context.Context, adm *kadm.Client, toComplete string) ([]string, error) {
 		listed, err := adm.ListGroups(ctx)
 		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+			return nil, err
 		}
 		var out []string
 		for _, g := range listed.Groups() {
@@ -45,8 +37,8 @@ func completeGroups(f *connFlags) cobra.CompletionFunc {
 				out = append(out, g)
 			}
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
+		return out, nil
+	})
 }
 
 func groupListCmd(f *connFlags) *cobra.Command {
@@ -228,17 +220,8 @@ func groupDescribe(cmd *cobra.Command, f *connFlags, groups []string) error {
 		return d, l.Error()
 	})
 	w := cmd.OutOrStdout()
-	if f.output == "json" {
-		if err := writeJSON(w, out); err != nil {
-			return err
-		}
-	} else {
-		for i, d := range out {
-			if i > 0 {
-				fmt.Fprintln(w)
-			}
-			printGroupDescription(w, d)
-		}
+	if err := printDocuments(w, f.output, out, func(d groupDescription) { printGroupDescription(w, d) }); err != nil {
+		return err
 	}
 	return failed.err("group descriptions")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,29 +56,21 @@ Without arguments every topic is shown (add --internal for internal ones).`,
 }
 
 func offsets(cmd *cobra.Command, f *connFlags, args []string, internal bool) error {
-	tps, topics, err := parseTopicPartitions(args)
-	if err != nil {
-		return err
-	}
-	s, end, err := f.connect(cmd)
+	s, end, err := f.connectTopics(cmd, args)
 	if err != nil {
 		return err
 	}
 	defer end()
-	tds, err := describeTopics(s.ctx, s.adm, topics...)
-	if err != nil {
+	if err := checkPartitions(s.tds, s.tps); err != nil {
 		return err
 	}
 	keep := func(t string, p int32) bool {
-		if len(tps) == 0 {
-			return internal || !tds[t].IsInternal
+		if len(s.tps) == 0 {
+			return internal || !s.tds[t].IsInternal
 		}
-		return slices.ContainsFunc(tps, func(tp topicPartition) bool { return tp.topic == t && tp.includes(p) })
+		return s.named(t, p)
 	}
-	if err := checkPartitions(tds, tps); err != nil {
-		return err
-	}
-	parts, err := gatherPartitions(s.ctx, s.cl, s.adm, tds, keep, false)
+	parts, err := gatherPartitions(s.ctx, s.cl, s.adm, s.tds, keep, false)
 	if err != nil {
 		return err
 	}

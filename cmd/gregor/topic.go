@@ -282,30 +282,19 @@ Always log start ≤ LSO ≤ HW ≤ LEO. -o json adds per-replica sizes.`,
 }
 
 func topicDescribe(cmd *cobra.Command, f *connFlags, args []string, overrides bool) error {
-	tps, topics, err := parseTopicPartitions(args)
-	if err != nil {
-		return err
-	}
-	s, end, err := f.connect(cmd)
+	s, end, err := f.connectTopics(cmd, args)
 	if err != nil {
 		return err
 	}
 	defer end()
-	tds, err := describeTopics(s.ctx, s.adm, topics...)
+	parts, err := gatherPartitions(s.ctx, s.cl, s.adm, s.tds, s.named, true)
 	if err != nil {
 		return err
 	}
-	keep := func(t string, p int32) bool {
-		return slices.ContainsFunc(tps, func(tp topicPartition) bool { return tp.topic == t && tp.includes(p) })
-	}
-	parts, err := gatherPartitions(s.ctx, s.cl, s.adm, tds, keep, true)
-	if err != nil {
-		return err
-	}
-	rcs, cerr := s.adm.DescribeTopicConfigs(s.ctx, topics...)
+	rcs, cerr := s.adm.DescribeTopicConfigs(s.ctx, s.topics...)
 	var out []topicDescription
-	for _, topic := range topics {
-		td := tds[topic]
+	for _, topic := range s.topics {
+		td := s.tds[topic]
 		d := topicDescription{Topic: topic, ID: topicIDString(td.ID), Internal: td.IsInternal,
 			Partitions: len(td.Partitions), ReplicationFactor: td.Partitions.NumReplicas(), Configs: []configEntry{},
 			PartitionStates: []*partitionState{}}
@@ -324,16 +313,7 @@ func topicDescribe(cmd *cobra.Command, f *connFlags, args []string, overrides bo
 		out = append(out, d)
 	}
 	w := cmd.OutOrStdout()
-	if f.output == "json" {
-		return writeJSON(w, out)
-	}
-	for i, d := range out {
-		if i > 0 {
-			fmt.Fprintln(w)
-		}
-		printTopicDescription(w, cmd.ErrOrStderr(), d)
-	}
-	return nil
+	return printDocuments(w, f.output, out, func(d topicDescription) { printTopicDescription(w, cmd.ErrOrStderr(), d) })
 }
 
 // topicConfigEntries are topic's configs from a DescribeConfigs answer,
@@ -645,25 +625,17 @@ func topicTrim(cmd *cobra.Command, f *connFlags, args []string, before string) e
 	if err != nil {
 		return err
 	}
-	tps, topics, err := parseTopicPartitions(args)
-	if err != nil {
-		return err
-	}
-	s, end, err := f.connect(cmd)
+	s, end, err := f.connectTopics(cmd, args)
 	if err != nil {
 		return err
 	}
 	defer end()
-	tds, err := describeTopics(s.ctx, s.adm, topics...)
-	if err != nil {
-		return err
-	}
-	if err := checkPartitions(tds, tps); err != nil {
+	if err := checkPartitions(s.tds, s.tps); err != nil {
 		return err
 	}
 	var req kadm.Offsets
-	for _, tp := range tps {
-		for _, p := range tds[tp.topic].Partitions.Numbers() {
+	for _, tp := range s.tps {
+		for _, p := range s.tds[tp.topic].Partitions.Numbers() {
 			if tp.includes(p) {
 				req.AddOffset(tp.topic, p, offset, -1)
 			}
