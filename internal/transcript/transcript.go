@@ -137,6 +137,13 @@ func (c *Cmd) String(key, def string) string {
 	return def
 }
 
+// List is the values of key=(v1, v2, …) (or key=v), nil when absent.
+func (c *Cmd) List(key string) []string {
+	c.read[key] = true
+	arg, _ := c.td.Arg(key)
+	return arg.Vals
+}
+
 // Int is key's value as an integer, or def.
 func (c *Cmd) Int(key string, def int64) int64 {
 	c.t.Helper()
