@@ -81,7 +81,9 @@ func TestAssessTranscript(t *testing.T) {
 }
 
 func assessSegment(t *testing.T, td *datadriven.TestData, f []string, now int64) SegmentState {
-	bad := func() { td.Fatalf(t, "segment %q: want <base offset> <size> <largest timestamp> <first batch timestamp>", strings.Join(f, " ")) }
+	bad := func() {
+		td.Fatalf(t, "segment %q: want <base offset> <size> <largest timestamp> <first batch timestamp>", strings.Join(f, " "))
+	}
 	if len(f) != 4 {
 		bad()
 	}
