@@ -71,9 +71,9 @@ var mayImport = map[string][]string{
 }
 
 // External imports with a rule of their own: the protocol's message types
-// stay where requests are decoded and records serialised (DESIGN: storage
-// and replication work on Gregor's own types, so protocol churn never
-// reaches them); franz-go's client is for the CLI, tests, and the
+// stay where requests are decoded and records serialised (storage and
+// replication work on Gregor's own types, so protocol churn never reaches
+// them; docs/architecture.md); franz-go's client is for the CLI, tests, and the
 // compression codecs record and cleaner borrow from it.
 var external = []struct {
 	path  string
