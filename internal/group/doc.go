@@ -18,7 +18,8 @@
 //     __consumer_offsets on first use (FindCoordinator), loads its partitions
 //     into internal/coord's runtime (one owner goroutine per partition), and
 //     turns each request into an op on the right shard.
-//   - records.go is the serialisation, the package's only kmsg user.
+//   - records.go is the serialisation, the package's only kmsg user
+//     (internal/lint holds it to that).
 //
 // # State machine
 //
