@@ -40,9 +40,13 @@ var mayImport = map[string][]string{
 	"internal/cleaner": {"clock", "config", "log", "record", "topicpart"},
 	"internal/logmgr":  {"clock", "log", "topicpart", "vfs"},
 
-	// Metadata and replication.
-	"internal/controller": {"config", "vfs"},
-	"internal/replica":    {"log", "logmgr", "record", "topicpart", "vfs"},
+	// Metadata and replication: the metadata records and image, the
+	// controller's pure decisions, the controller.
+	"internal/metadata":             nil,
+	"internal/controller/placement": nil,
+	"internal/controller/election":  {"metadata"},
+	"internal/controller":           {"config", "vfs"},
+	"internal/replica":              {"log", "logmgr", "record", "topicpart", "vfs"},
 
 	// Coordinators: the runtime and the consumer group state machine.
 	"internal/coord": {"clock", "log", "record", "topicpart"},
@@ -199,7 +203,8 @@ func TestTableImportsPointDown(t *testing.T) {
 		visit(pkg, nil)
 	}
 	for _, pkg := range []string{"internal/log", "internal/cleaner", "internal/logmgr", "internal/record", "internal/vfs",
-		"internal/replica", "internal/controller", "internal/coord", "internal/group"} {
+		"internal/metadata", "internal/controller", "internal/controller/placement", "internal/controller/election",
+		"internal/replica", "internal/coord", "internal/group"} {
 		for _, dep := range mayImport[pkg] {
 			if dep == "api" || dep == "server" || dep == "broker" || strings.HasPrefix(dep, "admin") {
 				t.Errorf("%s may import %s: storage, replication and coordinators never depend on the protocol, the admin listener or the broker", pkg, dep)
