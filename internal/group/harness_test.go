@@ -71,20 +71,26 @@ func (h *harness) advanceUntilAnswered(w coord.Waiter) {
 
 // advance moves time forward by d, running timers at their deadlines.
 func (h *harness) advance(d time.Duration) {
-	end := h.now.Add(d)
-	for i := 0; i < 100000; i++ {
-		at, ok := h.s.NextDeadline()
+	h.now = advanceShard(h.s, h.now, h.now.Add(d), func(_ time.Time, out *coord.Output) { h.absorb(out) })
+}
+
+// advanceShard runs s's timers from now to end at their deadlines, as the
+// coord runtime's owner does, handing each tick's output to done; it
+// returns end.
+func advanceShard(s *Shard, now, end time.Time, done func(at time.Time, out *coord.Output)) time.Time {
+	for range 100000 {
+		at, ok := s.NextDeadline()
 		if !ok || at.After(end) {
 			break
 		}
-		if at.After(h.now) {
-			h.now = at
+		if at.After(now) {
+			now = at
 		}
 		var out coord.Output
-		h.s.Tick(h.now, &out)
-		h.absorb(&out)
+		s.Tick(now, &out)
+		done(now, &out)
 	}
-	h.now = end
+	return end
 }
 
 type joinOpt func(*JoinRequest)

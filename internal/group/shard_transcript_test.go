@@ -215,23 +215,12 @@ func (c *conversation) leave(a *transcript.Cmd, b *strings.Builder) {
 
 // advance moves time forward by ms, firing every timer at its deadline.
 func (c *conversation) advance(ms int64, b *strings.Builder) {
-	end := c.now.Add(time.Duration(ms) * time.Millisecond)
-	for range 100000 {
-		at, ok := c.s.NextDeadline()
-		if !ok || at.After(end) {
-			break
-		}
-		if at.After(c.now) {
-			c.now = at
-		}
-		var out coord.Output
-		c.s.Tick(c.now, &out)
+	c.now = advanceShard(c.s, c.now, c.now.Add(time.Duration(ms)*time.Millisecond), func(at time.Time, out *coord.Output) {
 		if len(out.Replies)+len(out.Records) > 0 {
-			fmt.Fprintf(b, "at %s:\n", c.at(c.now))
-			c.show(b, &out, 0)
+			fmt.Fprintf(b, "at %s:\n", c.at(at))
+			c.show(b, out, 0)
 		}
-	}
-	c.now = end
+	})
 	if b.Len() == 0 {
 		fmt.Fprintf(b, "nothing happens; now %s\n", c.at(c.now))
 	}

@@ -118,11 +118,6 @@ func (c *Cmd) val(key string) (string, bool) {
 	return arg.Vals[0], true
 }
 
-func (c *Cmd) fatal(key, v string, err error) {
-	c.t.Helper()
-	c.t.Fatalf("%s: %s=%s: %v", c.td.Pos, key, v, err)
-}
-
 // Has reports whether key was given.
 func (c *Cmd) Has(key string) bool {
 	_, ok := c.val(key)
@@ -147,74 +142,51 @@ func (c *Cmd) List(key string) []string {
 // Int is key's value as an integer, or def.
 func (c *Cmd) Int(key string, def int64) int64 {
 	c.t.Helper()
-	v, ok := c.val(key)
-	if !ok {
-		return def
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		c.fatal(key, v, err)
-	}
-	return n
+	return get(c, key, def, func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) })
 }
 
 // Float is key's value as a float, or def.
 func (c *Cmd) Float(key string, def float64) float64 {
 	c.t.Helper()
-	v, ok := c.val(key)
-	if !ok {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		c.fatal(key, v, err)
-	}
-	return f
+	return get(c, key, def, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) })
 }
 
 // Bool is true for a bare key or key=true, false for key=false, else def.
 func (c *Cmd) Bool(key string, def bool) bool {
 	c.t.Helper()
-	v, ok := c.val(key)
-	if !ok {
-		return def
-	}
-	if v == "" {
-		return true
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		c.fatal(key, v, err)
-	}
-	return b
+	return get(c, key, def, func(v string) (bool, error) {
+		if v == "" {
+			return true, nil
+		}
+		return strconv.ParseBool(v)
+	})
 }
 
 // Ms is key's value as milliseconds (ParseMs), or def.
 func (c *Cmd) Ms(key string, def int64) int64 {
 	c.t.Helper()
-	v, ok := c.val(key)
-	if !ok {
-		return def
-	}
-	n, err := ParseMs(v)
-	if err != nil {
-		c.fatal(key, v, err)
-	}
-	return n
+	return get(c, key, def, ParseMs)
 }
 
 // Time is key's value as a time relative to now (ParseTime), or def.
 func (c *Cmd) Time(key string, now, def int64) int64 {
 	c.t.Helper()
+	return get(c, key, def, func(v string) (int64, error) { return ParseTime(v, now) })
+}
+
+// get is key's value parsed, def when absent; a value that does not parse
+// fails the test.
+func get[T any](c *Cmd, key string, def T, parse func(string) (T, error)) T {
+	c.t.Helper()
 	v, ok := c.val(key)
 	if !ok {
 		return def
 	}
-	n, err := ParseTime(v, now)
+	x, err := parse(v)
 	if err != nil {
-		c.fatal(key, v, err)
+		c.t.Fatalf("%s: %s=%s: %v", c.td.Pos, key, v, err)
 	}
-	return n
+	return x
 }
 
 // Done fails the test on an argument no getter read.

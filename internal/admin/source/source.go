@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -261,7 +263,7 @@ func (s *Source) topicSummary(t *controller.Topic, parts []hostedPartition, comm
 			lag[o.Group] = 0
 		}
 	}
-	for _, g := range sortedKeys(lag) {
+	for _, g := range slices.Sorted(maps.Keys(lag)) {
 		ts.ConsumerLag = append(ts.ConsumerLag, admin.GroupLag{Group: g, Lag: lag[g]})
 	}
 	return ts
@@ -553,17 +555,8 @@ func (s *Source) group(ctx context.Context, id string) (admin.GroupView, error) 
 		v.Lag += o.Lag
 		topics[o.Topic] = true
 	}
-	v.Topics = append(v.Topics, sortedKeys(topics)...)
+	v.Topics = append(v.Topics, slices.Sorted(maps.Keys(topics))...)
 	return v, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // strayViews are the stray logs of dir, for the log dir view.
