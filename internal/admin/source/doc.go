@@ -17,7 +17,8 @@
 //     context; lag = HW − committed. While __consumer_offsets loads, group
 //     views answer admin.ErrUnavailable and views that only show lag beside
 //     their own state (topics, a partition) go without it;
-//   - log dirs: FS.DiskUsage for each dir and the log manager's logs in it.
+//   - log dirs: FS.DiskUsage for each dir, the log manager's logs in it and
+//     the stray logs it set aside there; which dir holds the metadata.
 //
 // Records pages (records.go) read the log directly, up to the high
 // watermark or, read_committed, the last stable offset, bounded by
