@@ -165,6 +165,8 @@ func replicationDefs() []Def {
 		broker("num.replica.fetchers", Int, "1", "Fetcher threads per source broker.", dynamic),
 		broker("auto.leader.rebalance.enable", Boolean, "true", "Move leadership back to preferred replicas."),
 		broker("leader.imbalance.check.interval.seconds", Long, "300", "How often leadership balance is checked.", atLeast(1)),
+		broker("leader.imbalance.per.broker.percentage", Int, "10", "Leader imbalance a broker may have; like Kafka's KRaft controller, Gregor's ignores it and balances any imbalance."),
+		broker("unclean.leader.election.interval.ms", Long, "300000", "How often the controller elects leaders uncleanly for leaderless partitions of topics that allow it.", atLeast(1), internal),
 	}
 }
 

@@ -209,29 +209,15 @@ func (c *Controller) CreateTopic(req CreateTopicRequest, validateOnly bool) (*To
 	defer c.mu.Unlock()
 	im := c.Image()
 	b := c.o.Broker()
-	if err := ValidateTopicName(req.Name); err != nil {
+	if err := validateNewTopic(req.Name, im.Topics[req.Name] != nil, im.TopicNames(), req.Configs, req.NullConfigs, b); err != nil {
 		return nil, err
-	}
-	if im.Topics[req.Name] != nil {
-		return nil, fmt.Errorf("%w: Topic '%s' already exists.", kerr.TopicAlreadyExists, req.Name)
-	}
-	for _, n := range im.TopicNames() {
-		if collisionKey(n) == collisionKey(req.Name) {
-			return nil, fmt.Errorf("%w: Topic '%s' collides with existing topic: %s", kerr.InvalidTopicException, req.Name, n)
-		}
-	}
-	if len(req.NullConfigs) > 0 {
-		return nil, fmt.Errorf("%w: Null value not supported for topic configs: %s", kerr.InvalidConfig, strings.Join(req.NullConfigs, ","))
-	}
-	if _, err := config.ResolveTopic(b, req.Configs); err != nil {
-		return nil, fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 	}
 	parts, err := c.partitionCount(req, b)
 	if err != nil {
 		return nil, err
 	}
-	if parts > MaxPartitionsPerRequest {
-		return nil, fmt.Errorf("%w: %d partitions exceed the %d a single request may create", kerr.InvalidPartitions, parts, MaxPartitionsPerRequest)
+	if err := checkPartitionLimit(parts); err != nil {
+		return nil, err
 	}
 	t := &Topic{Name: req.Name, ID: NewTopicID(), Partitions: parts, Configs: cloneMap(req.Configs),
 		Internal: req.Internal || IsInternalTopic(req.Name)}
@@ -251,11 +237,8 @@ func (c *Controller) CreateTopic(req CreateTopicRequest, validateOnly bool) (*To
 // assignment of a new topic and returns how many partitions it gets.
 func (c *Controller) partitionCount(req CreateTopicRequest, b *config.Broker) (int32, error) {
 	if len(req.Assignment) > 0 {
-		if req.ReplicationFactor != -1 {
-			return 0, fmt.Errorf("%w: A manual partition assignment was specified, but replication factor was not set to -1.", kerr.InvalidRequest)
-		}
-		if req.NumPartitions != -1 {
-			return 0, fmt.Errorf("%w: A manual partition assignment was specified, but numPartitions was not set to -1.", kerr.InvalidRequest)
+		if err := checkManualAssignmentShape(req.ReplicationFactor, req.NumPartitions); err != nil {
+			return 0, err
 		}
 		seen := make(map[int32]bool, len(req.Assignment))
 		rf := -1
@@ -276,11 +259,8 @@ func (c *Controller) partitionCount(req CreateTopicRequest, b *config.Broker) (i
 		}
 		return int32(len(seen)), nil
 	}
-	if req.ReplicationFactor < -1 || req.ReplicationFactor == 0 {
-		return 0, fmt.Errorf("%w: Replication factor must be larger than 0, or -1 to use the default value.", kerr.InvalidReplicationFactor)
-	}
-	if req.NumPartitions < -1 || req.NumPartitions == 0 {
-		return 0, fmt.Errorf("%w: Number of partitions was set to an invalid non-positive value.", kerr.InvalidPartitions)
+	if err := checkCounts(req.ReplicationFactor, req.NumPartitions); err != nil {
+		return 0, err
 	}
 	parts := req.NumPartitions
 	if parts == -1 {
@@ -307,27 +287,10 @@ func (c *Controller) place(rf int16) error {
 	return nil
 }
 
-// checkReplicas is Kafka's validateManualPartitionAssignment: a non-empty
-// list of distinct registered brokers, as many as rf when rf >= 0.
+// checkReplicas is Kafka's validateManualPartitionAssignment on a one-broker
+// cluster: this node is the only registered broker.
 func (c *Controller) checkReplicas(replicas []int32, rf int) error {
-	if len(replicas) == 0 {
-		return fmt.Errorf("%w: The manual partition assignment includes an empty replica list.", kerr.InvalidReplicaAssignment)
-	}
-	sorted := append([]int32(nil), replicas...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	for i, id := range sorted {
-		if id != c.o.NodeID {
-			return fmt.Errorf("%w: The manual partition assignment includes broker %d, but no such broker is registered.", kerr.InvalidReplicaAssignment, id)
-		}
-		if i > 0 && sorted[i-1] == id {
-			return fmt.Errorf("%w: The manual partition assignment includes the broker %d more than once.", kerr.InvalidReplicaAssignment, id)
-		}
-	}
-	if rf >= 0 && len(sorted) != rf {
-		return fmt.Errorf("%w: The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).",
-			kerr.InvalidReplicaAssignment, len(sorted), rf)
-	}
-	return nil
+	return checkReplicaAssignment(replicas, rf, func(id int32) bool { return id == c.o.NodeID })
 }
 
 // DeleteTopic removes a topic by name (or by id when name is empty).
@@ -369,19 +332,8 @@ func (c *Controller) CreatePartitions(name string, count int32, assignment [][]i
 	if t == nil {
 		return kerr.UnknownTopicOrPartition
 	}
-	switch {
-	case count == t.Partitions:
-		return fmt.Errorf("%w: Topic already has %d partition(s).", kerr.InvalidPartitions, t.Partitions)
-	case count < t.Partitions:
-		return fmt.Errorf("%w: The topic %s currently has %d partition(s); %d would not be an increase.", kerr.InvalidPartitions, name, t.Partitions, count)
-	}
-	additional := count - t.Partitions
-	if assignment != nil && int32(len(assignment)) != additional {
-		return fmt.Errorf("%w: Attempted to add %d additional partition(s), but only %d assignment(s) were specified.",
-			kerr.InvalidReplicaAssignment, additional, len(assignment))
-	}
-	if additional > MaxPartitionsPerRequest {
-		return fmt.Errorf("%w: %d new partitions exceed the %d a single request may create", kerr.InvalidPartitions, additional, MaxPartitionsPerRequest)
+	if err := checkPartitionIncrease(name, t.Partitions, count, len(assignment), assignment != nil); err != nil {
+		return err
 	}
 	// Every partition of a single-node topic has one replica.
 	for _, replicas := range assignment {
