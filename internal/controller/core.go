@@ -116,11 +116,15 @@ type batch struct {
 	ops        []*op
 	deadline   time.Time
 	activation bool
+	// timedOut: its requests were failed at deadline; it still blocks the
+	// next batch until it applies, the term ends or raft drops it.
+	timedOut bool
 }
 
 // op is a submitted request or a timer-driven write.
 type op struct {
 	id       uint64 // reply id; 0 for internal writes
+	queuedAt time.Time
 	req      Request
 	internal internalKind
 	res      built
@@ -241,7 +245,7 @@ func (c *Core) Submit(now time.Time, id uint64, req Request) {
 		c.reply(id, nil, errNotController)
 		return
 	}
-	c.queue = append(c.queue, &op{id: id, req: req})
+	c.queue = append(c.queue, &op{id: id, req: req, queuedAt: now})
 	c.maybePropose()
 }
 
@@ -264,13 +268,7 @@ func (c *Core) ProposalFailed(now time.Time, seq uint64, err error) {
 // Tick runs the timers due at now.
 func (c *Core) Tick(now time.Time) {
 	c.now = now
-	if b := c.inflight; b != nil && !now.Before(b.deadline) {
-		c.inflight = nil
-		c.failBatch(b, fmt.Errorf("%w: the metadata write did not commit within %v", kerr.RequestTimedOut, c.cfg.WriteTimeout))
-		if b.activation && c.role == claiming {
-			c.proposeActivation()
-		}
-	}
+	c.expireWrites()
 	if c.role == active {
 		if c.anyStaleBroker() {
 			c.enqueueInternal(fenceStaleBrokers)
@@ -285,6 +283,32 @@ func (c *Core) Tick(now time.Time) {
 		}
 	}
 	c.maybePropose()
+}
+
+// expireWrites fails, with REQUEST_TIMED_OUT, the requests of an in-flight
+// batch past its deadline and the requests that waited that long in the
+// queue. The batch itself stays in flight: raft either commits it (it
+// applies like any entry, and the next batch is built on it) or drops it
+// when the term ends, so a late commit never races a batch built without
+// it.
+func (c *Core) expireWrites() {
+	timeout := c.cfg.WriteTimeout
+	if b := c.inflight; b != nil && !b.timedOut && !c.now.Before(b.deadline) {
+		c.failBatch(b, fmt.Errorf("%w: the metadata write did not commit within %v", kerr.RequestTimedOut, timeout))
+		b.timedOut = true
+		c.log.Warn("a controller write did not commit in time; waiting for it before writing more",
+			"term", c.term, "seq", b.seq, "timeout", timeout)
+	}
+	kept := c.queue[:0]
+	for _, o := range c.queue {
+		if o.internal == notInternal && !c.now.Before(o.queuedAt.Add(timeout)) {
+			c.reply(o.id, nil, fmt.Errorf("%w: the controller could not write for %v", kerr.RequestTimedOut, timeout))
+			continue
+		}
+		kept = append(kept, o)
+	}
+	clear(c.queue[len(kept):])
+	c.queue = kept
 }
 
 var errNotController = fmt.Errorf("%w: this node is not the active controller", kerr.NotController)
@@ -348,6 +372,9 @@ func (c *Core) renounce(why string) {
 }
 
 func (c *Core) failBatch(b *batch, err error) {
+	if b.timedOut {
+		return // answered at its deadline
+	}
 	for _, o := range b.ops {
 		c.reply(o.id, nil, err)
 	}
@@ -375,7 +402,7 @@ func (c *Core) maybePropose() {
 			recs = append(recs, o.recs...)
 		}
 		if len(recs) == 0 {
-			c.finish(ops, c.applied.Index)
+			c.finish(ops, c.applied.Index, true)
 			continue
 		}
 		seq := c.nextSeq
@@ -386,35 +413,38 @@ func (c *Core) maybePropose() {
 }
 
 // complete answers the ops of batch b, whose entry has just turned prev into
-// im. If any of its records was skipped (only possible when an earlier,
-// timed-out batch committed late and changed what this one was built on),
-// the ops' answers cannot be trusted and they fail as timed out; the
-// records that did apply are consistent on their own.
+// im. Each batch is built on the image its entry applies to, so no record
+// can be skipped; if one is (a controller bug), the answers cannot be
+// trusted and the requests fail.
 func (c *Core) complete(b *batch, prev, im *metadata.Image) {
 	if skipped := im.Skipped - prev.Skipped; skipped > 0 {
-		c.log.Warn("a controller batch was partly skipped: an earlier timed-out write committed late",
+		c.log.Error("controller bug: records of a batch were skipped when it applied",
 			"term", c.term, "seq", b.seq, "index", im.Index, "skipped", skipped)
-		c.failBatch(b, fmt.Errorf("%w: a late commit of an earlier metadata write superseded this request", kerr.RequestTimedOut))
+		c.failBatch(b, fmt.Errorf("%w: the metadata write was refused when it applied", kerr.UnknownServerError))
 		return
 	}
-	c.finish(b.ops, im.Index)
+	c.finish(b.ops, im.Index, !b.timedOut)
 }
 
-func (c *Core) finish(ops []*op, index uint64) {
+// finish runs the ops' bookkeeping and reports their elections now that
+// their records have applied, and answers them unless they were answered
+// (timed out) already.
+func (c *Core) finish(ops []*op, index uint64, answer bool) {
 	for _, o := range ops {
 		if o.res.applied != nil {
 			o.res.applied(index)
 		}
 		c.out.Elections = append(c.out.Elections, o.res.elections...)
-		if o.res.reply != nil {
+		if answer && o.res.reply != nil {
 			v, err := o.res.reply(o.after, index)
 			c.reply(o.id, v, err)
 		}
 	}
 }
 
-// deadline is the earliest timer: the in-flight batch's timeout, the next
-// broker session expiry, and the periodic elections.
+// deadline is the earliest timer: the in-flight batch's and the oldest
+// queued request's timeouts, the next broker session expiry, and the
+// periodic elections.
 func (c *Core) deadline() time.Time {
 	var d time.Time
 	earlier := func(t time.Time) {
@@ -422,8 +452,14 @@ func (c *Core) deadline() time.Time {
 			d = t
 		}
 	}
-	if c.inflight != nil {
+	if c.inflight != nil && !c.inflight.timedOut {
 		earlier(c.inflight.deadline)
+	}
+	for _, o := range c.queue {
+		if o.internal == notInternal {
+			earlier(o.queuedAt.Add(c.cfg.WriteTimeout))
+			break // the queue is in arrival order
+		}
 	}
 	if c.role == active {
 		earlier(c.nextSessionExpiry())

@@ -138,6 +138,8 @@ func (c *cluster) command(t *testing.T, d *datadriven.TestData) (string, bool) {
 			c.quiet = false
 		}
 		return fmt.Sprintf("time +%v", dur), true
+	case "drop-proposals":
+		d.ScanArgs(t, "n", &c.dropNext)
 	case "pause":
 		c.paused = true
 	case "resume":

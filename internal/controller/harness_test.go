@@ -41,6 +41,8 @@ type cluster struct {
 	// quiet keeps replies from onReply.
 	quiet   bool
 	newCore func(id int32) *Core
+	// dropNext makes raft drop the leader's next proposals.
+	dropNext int
 
 	// onEntry, onReply and onElection observe what happens (transcripts
 	// print, the randomised test checks).
@@ -49,13 +51,11 @@ type cluster struct {
 	onElection func(node int32, e Election)
 }
 
-// pendingEntry is an entry raft has appended but not committed.
+// pendingEntry is an entry raft has appended but not committed, in the
+// raft term it was appended in.
 type pendingEntry struct {
 	e        *metadata.Entry
 	raftTerm uint64
-	// maySkip: proposed while an earlier entry of the same proposer and
-	// term was still uncommitted, so built without its records.
-	maySkip bool
 }
 
 var errDropped = errors.New("raft: proposal dropped")
@@ -201,17 +201,14 @@ func (c *cluster) settle() {
 				continue
 			}
 			busy = true
-			if id != c.leader {
+			if id != c.leader || c.dropNext > 0 {
+				if id == c.leader {
+					c.dropNext--
+				}
 				c.nodes[id].ProposalFailed(c.now, out.Propose.Seq, errDropped)
 				continue
 			}
-			p := pendingEntry{e: out.Propose, raftTerm: c.term}
-			for _, q := range c.pending {
-				if q.e.Proposer == p.e.Proposer && q.e.Term == p.e.Term {
-					p.maySkip = true
-				}
-			}
-			c.pending = append(c.pending, p)
+			c.pending = append(c.pending, pendingEntry{e: out.Propose, raftTerm: c.term})
 		}
 		if !c.paused && len(c.pending) > 0 {
 			c.commit(len(c.pending))

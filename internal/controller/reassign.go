@@ -43,9 +43,10 @@ func (w *write) alterReassignment(topic string, rp ReassignablePartition, allowR
 	}
 	p := t.Partitions[rp.Partition]
 	var req election.Request
+	uncleanRevert := false
 	if rp.Replicas == nil {
 		var err error
-		if req, err = w.cancelReassignment(t, rp.Partition, p); err != nil {
+		if req, uncleanRevert, err = w.cancelReassignment(t, rp.Partition, p); err != nil {
 			return nil, err
 		}
 	} else {
@@ -56,10 +57,13 @@ func (w *write) alterReassignment(topic string, rp ReassignablePartition, allowR
 			return nil, fmt.Errorf("%w: The replication factor is changed from %d to %d", kerr.InvalidReplicationFactor, original, len(rp.Replicas))
 		}
 		req = changeReassignment(p, rp.Replicas)
+		req.TargetRecovery = metadata.NoRecoveryChange
 	}
-	req.TargetRecovery = metadata.NoRecoveryChange
 	res := w.change(t, rp.Partition, req)
 	e := w.election(t, rp.Partition, res)
+	if uncleanRevert && res.Changed {
+		e = &Election{Topic: t.Name, TopicID: t.ID, Partition: rp.Partition, Leader: res.Leader, LeaderEpoch: p.LeaderEpoch + 1}
+	}
 	if res.Changed {
 		w.emit(res.Change)
 	}
@@ -99,31 +103,41 @@ func sortedDifference(a, b []int32) []int32 {
 
 // cancelReassignment is PartitionReassignmentRevert: back to the original
 // replicas, with the adding replicas out of the ISR. If that empties the
-// ISR the first original replica is the whole ISR, which is an unclean
-// election and needs the topic to allow one.
-func (w *write) cancelReassignment(t *metadata.TopicImage, partition int32, p *metadata.PartitionImage) (election.Request, error) {
+// ISR, only the adding replicas had the data: reverting is an unclean
+// election, allowed only where the topic allows one. Kafka then makes the
+// first original replica the ISR even when it is fenced, and elects it
+// without calling it unclean; here the first acceptable original replica
+// becomes the ISR and the leader, the partition is RECOVERING and the
+// election is reported like any unclean one.
+func (w *write) cancelReassignment(t *metadata.TopicImage, partition int32, p *metadata.PartitionImage) (election.Request, bool, error) {
 	if len(p.Adding) == 0 && len(p.Removing) == 0 {
-		return election.Request{}, fmt.Errorf("%w: No partition reassignment is in progress.", kerr.NoReassignmentInProgress)
+		return election.Request{}, false, fmt.Errorf("%w: No partition reassignment is in progress.", kerr.NoReassignmentInProgress)
 	}
 	replicas := without(p.Replicas, p.Adding...)
 	isr := without(p.ISR, p.Adding...)
-	unclean := false
-	if len(isr) == 0 {
-		if len(replicas) == 0 {
-			return election.Request{}, fmt.Errorf("%w: Invalid replica assignment: addingReplicas contains all replicas.", kerr.InvalidReplicaAssignment)
-		}
-		isr, unclean = []int32{replicas[0]}, true
-	}
+	req := election.Request{TargetISR: isr, TargetReplicas: replicas, TargetAdding: []int32{}, TargetRemoving: []int32{},
+		TargetRecovery: metadata.NoRecoveryChange}
 	allowed := w.uncleanAllowed(t.Name)
-	if unclean && !allowed {
-		return election.Request{}, fmt.Errorf("%w: Unable to revert partition assignment for %s:%d because it would require an unclean leader election.",
-			kerr.InvalidReplicaAssignment, t.Name, partition)
-	}
-	req := election.Request{TargetISR: isr, TargetReplicas: replicas, TargetAdding: []int32{}, TargetRemoving: []int32{}}
 	if allowed {
 		req.Kind = election.Unclean
 	}
-	return req, nil
+	if len(isr) > 0 {
+		return req, false, nil
+	}
+	if len(replicas) == 0 {
+		return req, false, fmt.Errorf("%w: Invalid replica assignment: addingReplicas contains all replicas.", kerr.InvalidReplicaAssignment)
+	}
+	if !allowed {
+		return req, false, fmt.Errorf("%w: Unable to revert partition assignment for %s:%d because it would require an unclean leader election.",
+			kerr.InvalidReplicaAssignment, t.Name, partition)
+	}
+	i := slices.IndexFunc(replicas, w.im.Usable)
+	if i < 0 {
+		return req, false, fmt.Errorf("%w: Unable to revert partition assignment for %s:%d: no original replica can lead.",
+			kerr.EligibleLeadersNotAvailable, t.Name, partition)
+	}
+	req.TargetISR, req.TargetRecovery = []int32{replicas[i]}, metadata.Recovering
+	return req, true, nil
 }
 
 // listReassignments is ReplicationControlManager.listPartitionReassignments.

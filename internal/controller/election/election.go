@@ -25,9 +25,12 @@
 //     the last known leader when the partition first becomes leaderless,
 //     and the assignment fields.
 //
-// One deliberate difference: Kafka elects the last known leader even when it
-// is fenced (its check logs and carries on), which leaves a leader that
-// cannot serve; here it must be acceptable, like every other candidate.
+// Two deliberate differences: Kafka elects the last known leader even when
+// it is fenced (its check logs and carries on), which leaves a leader that
+// cannot serve; here it must be acceptable, like every other candidate. And
+// Kafka keeps a replica that a completed reassignment removed in the ELR
+// (it can never be elected, since candidates come from the replicas, but
+// tools show it); here the ELR holds only replicas.
 //
 // Lists written into records are sorted where Kafka's come from a hash set
 // (ELR, last known ELR), so every node and every run computes the same record.
@@ -195,7 +198,7 @@ func (b *builder) populateELR() {
 		return
 	}
 	b.elr = without(union(b.elr, b.cur.ISR), func(id int32) bool {
-		return slices.Contains(b.isr, id) || slices.Contains(b.req.UncleanShutdown, id)
+		return slices.Contains(b.isr, id) || slices.Contains(b.req.UncleanShutdown, id) || !slices.Contains(b.replicas, id)
 	})
 }
 

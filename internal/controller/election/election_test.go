@@ -68,6 +68,12 @@ func TestBuild(t *testing.T) {
 			req: Request{Current: part([]int32{1, 2, 3}, []int32{1, 2, 3}, 1), Acceptable: alive(1, 2, 3), ELR: true, MinISR: 2,
 				TargetISR: []int32{1}, UncleanShutdown: []int32{3}},
 			want: ptr(change(func(c *metadata.PartitionChange) { c.ISR, c.ELR = []int32{1}, []int32{2} }))},
+		{name: "ELR: a replica a completed reassignment removes leaves the ELR too",
+			req: Request{Current: &metadata.PartitionImage{Replicas: []int32{1, 4}, ISR: []int32{1}, ELR: []int32{4}, Removing: []int32{4},
+				Adding: []int32{}, Leader: 1, PartitionEpoch: 9}, Acceptable: alive(1), ELR: true, MinISR: 2},
+			want: ptr(change(func(c *metadata.PartitionChange) {
+				c.Leader, c.Replicas, c.ELR, c.Removing = 1, []int32{1}, []int32{}, []int32{}
+			}))},
 		{name: "ELR: the last ISR member fenced, an ELR member leads and is the ISR",
 			req: Request{Current: &metadata.PartitionImage{Replicas: []int32{1, 2, 3}, ISR: []int32{1}, ELR: []int32{2, 3},
 				Leader: 1, PartitionEpoch: 9}, Acceptable: alive(2, 3), ELR: true, MinISR: 2, TargetISR: []int32{}},
