@@ -92,10 +92,10 @@ func (s *simStats) add(o simStats) {
 type sim struct {
 	t    testing.TB
 	seed uint64
-	rnd *rand.Rand
-	c   *cluster
-	elr bool
-	st  simStats
+	rnd  *rand.Rand
+	c    *cluster
+	elr  bool
+	st   simStats
 
 	brokers []int32
 	alive   map[int32]bool
