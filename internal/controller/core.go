@@ -106,6 +106,9 @@ type Core struct {
 	sessions map[int32]*session
 
 	uncleanAt, balanceAt time.Time
+	// reclaimAt is when to propose the Activation again after raft
+	// dropped it.
+	reclaimAt time.Time
 
 	out Output
 }
@@ -207,6 +210,10 @@ func (c *Core) LeadershipChanged(now time.Time, leader bool, term uint64) {
 // image was replaced by a snapshot). Images must arrive in log order.
 func (c *Core) Applied(now time.Time, im *metadata.Image, e *metadata.Entry) {
 	c.now = now
+	if e != nil && im.Index <= c.applied.Index {
+		c.log.Warn("ignoring an applied entry older than the controller's image", "index", im.Index, "applied", c.applied.Index)
+		return
+	}
 	prev := c.applied
 	c.applied = im
 	if e == nil || touchesClusterConfig(e) {
@@ -260,15 +267,24 @@ func (c *Core) ProposalFailed(now time.Time, seq uint64, err error) {
 	c.inflight = nil
 	c.failBatch(b, fmt.Errorf("%w: the metadata log dropped the proposal: %v", kerr.NotController, err))
 	if b.activation && c.role == claiming {
-		c.proposeActivation()
+		// Raft refuses while a leadership transfer is under way; try
+		// again a little later rather than spin.
+		c.reclaimAt = now.Add(reclaimBackoff)
 	}
 	c.maybePropose()
 }
+
+// reclaimBackoff is how long a leader waits to propose its Activation again
+// after raft dropped it.
+const reclaimBackoff = 100 * time.Millisecond
 
 // Tick runs the timers due at now.
 func (c *Core) Tick(now time.Time) {
 	c.now = now
 	c.expireWrites()
+	if c.role == claiming && c.inflight == nil && !c.reclaimAt.IsZero() && !now.Before(c.reclaimAt) {
+		c.proposeActivation()
+	}
 	if c.role == active {
 		if c.anyStaleBroker() {
 			c.enqueueInternal(fenceStaleBrokers)
@@ -327,6 +343,7 @@ func (c *Core) enqueueInternal(k internalKind) {
 }
 
 func (c *Core) proposeActivation() {
+	c.reclaimAt = time.Time{}
 	seq := c.nextSeq
 	c.nextSeq++
 	c.inflight = &batch{seq: seq, activation: true, deadline: c.now.Add(c.cfg.WriteTimeout)}
@@ -367,7 +384,7 @@ func (c *Core) renounce(why string) {
 	}
 	c.queue, c.sessions = nil, nil
 	c.queued = map[internalKind]bool{}
-	c.uncleanAt, c.balanceAt = time.Time{}, time.Time{}
+	c.uncleanAt, c.balanceAt, c.reclaimAt = time.Time{}, time.Time{}, time.Time{}
 	c.role = follower
 }
 
@@ -460,6 +477,9 @@ func (c *Core) deadline() time.Time {
 			earlier(o.queuedAt.Add(c.cfg.WriteTimeout))
 			break // the queue is in arrival order
 		}
+	}
+	if c.role == claiming {
+		earlier(c.reclaimAt)
 	}
 	if c.role == active {
 		earlier(c.nextSessionExpiry())

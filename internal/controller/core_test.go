@@ -244,6 +244,19 @@ func (c *cluster) adminRequest(t *testing.T, d *datadriven.TestData) Request {
 		return c.alterPartitionArgs(t, d)
 	case "alter-config":
 		return alterConfigArgs(t, d)
+	case "replace-configs":
+		var typ, name string
+		d.ScanArgs(t, "type", &typ)
+		d.MaybeScanArgs(t, "name", &name)
+		rr := AlterConfigsResource{Type: metadata.ResourceTopic, Name: name}
+		if typ == "broker" {
+			rr.Type = metadata.ResourceBroker
+		}
+		for _, l := range lines(d.Input) {
+			k, v, _ := strings.Cut(l, "=")
+			rr.Configs = append(rr.Configs, ConfigValue{Name: k, Value: &v})
+		}
+		return &AlterConfigsRequest{Resources: []AlterConfigsResource{rr}}
 	case "allocate-producer-ids":
 		var b int32
 		d.ScanArgs(t, "broker", &b)

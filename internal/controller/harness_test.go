@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -484,13 +483,4 @@ func fmtPartitionResults(b *strings.Builder, topics []TopicPartitionResults) {
 			fmt.Fprintf(b, "%s-%d: %s\n", t.Topic, p.Partition, fmtErr(p.Err))
 		}
 	}
-}
-
-func sortedKeys[V any](m map[int32]V) []int32 {
-	out := make([]int32, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
