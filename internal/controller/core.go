@@ -239,6 +239,12 @@ func (c *Core) Applied(now time.Time, im *metadata.Image, e *metadata.Entry) {
 	c.maybePropose()
 }
 
+// BootstrapRecords are the records of a new cluster's first snapshot: its
+// id, and eligible leader replicas on, as on Kafka 4.1+ clusters.
+func BootstrapRecords(clusterID string) []metadata.Record {
+	return []metadata.Record{metadata.ClusterID{ID: clusterID}, metadata.FeatureLevel{Name: FeatureELR, Level: 1}}
+}
+
 // Activation is the record by which node claims term.
 func Activation(node int32, term uint64) metadata.Activation {
 	return metadata.Activation{Node: node, Term: term}

@@ -80,7 +80,7 @@ func newCluster(tb testing.TB, o clusterOpts) *cluster {
 	}
 	recs := []metadata.Record{metadata.ClusterID{ID: "test-cluster"}}
 	if o.elr {
-		recs = append(recs, metadata.FeatureLevel{Name: FeatureELR, Level: 1})
+		recs = BootstrapRecords("test-cluster")
 	}
 	im, _ := metadata.Apply(metadata.Empty(), 1, 0, &metadata.Entry{Proposer: -1, Term: 0, Records: recs})
 	c := &cluster{tb: tb, now: time.Unix(1_000_000, 0), nodes: map[int32]*Core{}, dead: map[int32]bool{}, im: im, leader: -1,

@@ -45,9 +45,10 @@ type Shell struct {
 	core *Core
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	events []event
-	wake   chan struct{}
+	mu      sync.Mutex
+	events  []event
+	stopped bool // Run has returned: requests are refused at once
+	wake    chan struct{}
 
 	active atomic.Bool
 	term   atomic.Uint64
@@ -115,6 +116,13 @@ func (s *Shell) Do(ctx context.Context, req Request) (any, error) {
 
 func (s *Shell) push(ev event) {
 	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		if ev.kind == evRequest {
+			ev.reply <- Reply{ID: ev.id, Err: errNotController}
+		}
+		return
+	}
 	s.events = append(s.events, ev)
 	s.mu.Unlock()
 	select {
@@ -132,7 +140,7 @@ func (s *Shell) take() []event {
 }
 
 // Run is the shell's goroutine. It returns when ctx ends, failing every
-// waiting request with NOT_CONTROLLER.
+// waiting request, and every later one, with NOT_CONTROLLER. Call it once.
 func (s *Shell) Run(ctx context.Context) error {
 	waiting := map[uint64]chan Reply{}
 	var timer clock.Timer
@@ -141,6 +149,9 @@ func (s *Shell) Run(ctx context.Context) error {
 		if timer != nil {
 			timer.Stop()
 		}
+		s.mu.Lock()
+		s.stopped = true
+		s.mu.Unlock()
 		for _, ev := range s.take() {
 			if ev.kind == evRequest {
 				waiting[ev.id] = ev.reply

@@ -75,6 +75,7 @@ type shellEnv struct {
 	raft  *fakeRaft
 	shell *Shell
 	ctx   context.Context
+	stop  func()
 }
 
 func newShellEnv(t *testing.T) *shellEnv {
@@ -94,8 +95,9 @@ func newShellEnv(t *testing.T) *shellEnv {
 	wg.Add(2)
 	go func() { defer wg.Done(); r.run(ctx) }()
 	go func() { defer wg.Done(); _ = s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return &shellEnv{t: t, clock: fc, raft: r, shell: s, ctx: ctx}
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return &shellEnv{t: t, clock: fc, raft: r, shell: s, ctx: ctx, stop: stop}
 }
 
 // waitFor polls cond until it holds or a second passes.
@@ -247,5 +249,28 @@ func TestShellProposalRefusedAndStop(t *testing.T) {
 	}
 	if ok, _ := e.shell.Active(); ok {
 		t.Fatal("still active after losing leadership")
+	}
+}
+
+func TestShellStopped(t *testing.T) {
+	e := newShellEnv(t)
+	e.activate()
+	e.raft.mu.Lock()
+	e.raft.stalled = true
+	e.raft.mu.Unlock()
+	reg := registration(1, "a", -1)
+	reg.ClusterID = "c"
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.shell.RegisterBroker(context.Background(), reg)
+		done <- err
+	}()
+	e.waitFor("the proposal", func() bool { e.raft.mu.Lock(); defer e.raft.mu.Unlock(); return len(e.raft.held) == 1 })
+	e.stop()
+	if err := <-done; !errors.Is(err, kerr.NotController) {
+		t.Fatalf("waiting request when the shell stops: %v, want NOT_CONTROLLER", err)
+	}
+	if _, err := e.shell.RegisterBroker(context.Background(), reg); !errors.Is(err, kerr.NotController) {
+		t.Fatalf("request after the shell stopped: %v, want NOT_CONTROLLER", err)
 	}
 }
