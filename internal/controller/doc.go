@@ -94,26 +94,12 @@
 // (name, topic id, partition count, config overrides), the dynamic broker
 // configs (cluster default and this node's own), and the cluster id.
 //
-// Until the etcd-raft metadata quorum exists, the metadata image is kept in
-// one JSON file, gregor-metadata.json, in the metadata dir, rewritten
-// atomically (temp file, fsync, rename, directory fsync) on every change
-// before the change is acknowledged.
-//
-// # Where the metadata lives
-//
-// In one dir only, never copied: metadata.log.dir when it is set, else
-// whichever log dir holds gregor-metadata.json, whatever its place in
-// log.dirs; a new cluster's goes to the first log dir (Kafka's default for
-// metadata.log.dir). Package logdirs finds it, with the cluster id of that
-// dir's meta.properties, before the controller opens it; Bootstrap writes a
-// new cluster's empty image when logdirs formats the dirs. Finding it
-// instead of assuming the first dir is what lets a reordered log.dirs start
-// the same cluster; one copy (rather than one per dir with an epoch) keeps a
-// single place of truth that cannot diverge, and is the shape the
-// etcd-raft log of the metadata quorum will have (#14): a
-// __cluster_metadata-0 log in metadata.log.dir, found the same way. Open
-// refuses an image whose cluster id or node id differs from the log dirs'
-// meta.properties.
+// Until the broker runs on the metadata log, the image is kept in one JSON
+// file, gregor-metadata.json, in the metadata dir package logdirs found
+// (Bootstrap writes a new cluster's empty one when logdirs formats the
+// dirs), rewritten atomically (temp file, fsync, rename, directory fsync) on
+// every change before the change is acknowledged. Open refuses an image of
+// another cluster or node.
 //
 // Every mutation is validated the way Kafka's controller validates it and
 // fails with the Kafka error (kerr) a client expects: INVALID_TOPIC_EXCEPTION,
