@@ -54,10 +54,15 @@ type Output struct {
 }
 
 // Reply answers the request submitted with ID: Value is its *…Response, or
-// Err when the whole request failed.
+// Err when the whole request failed. Index is the log index the answer
+// holds at: the entry that carried the request's records, or the applied
+// index when it wrote none (0 with Err). A broker that forwarded the
+// request waits until its own applied index reaches it before answering
+// its client, so the client's next read on that broker sees the change.
 type Reply struct {
 	ID    uint64
 	Value any
+	Index uint64
 	Err   error
 }
 
@@ -336,8 +341,12 @@ func (c *Core) expireWrites() {
 var errNotController = fmt.Errorf("%w: this node is not the active controller", kerr.NotController)
 
 func (c *Core) reply(id uint64, v any, err error) {
+	c.replyAt(id, v, 0, err)
+}
+
+func (c *Core) replyAt(id uint64, v any, index uint64, err error) {
 	if id != 0 {
-		c.out.Replies = append(c.out.Replies, Reply{ID: id, Value: v, Err: err})
+		c.out.Replies = append(c.out.Replies, Reply{ID: id, Value: v, Index: index, Err: err})
 	}
 }
 
@@ -460,7 +469,7 @@ func (c *Core) finish(ops []*op, index uint64, answer bool) {
 		c.out.Elections = append(c.out.Elections, o.res.elections...)
 		if answer && o.res.reply != nil {
 			v, err := o.res.reply(o.after, index)
-			c.reply(o.id, v, err)
+			c.replyAt(o.id, v, index, err)
 		}
 	}
 }

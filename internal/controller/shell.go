@@ -101,16 +101,18 @@ func (s *Shell) LeadershipChanged(leader bool, term uint64) {
 func (s *Shell) Active() (bool, uint64) { return s.active.Load(), s.term.Load() }
 
 // Do submits a request and waits for its reply or for ctx to end (then the
-// request may still be written; its reply is dropped). The value is the
-// request's *…Response.
-func (s *Shell) Do(ctx context.Context, req Request) (any, error) {
+// request may still be written; its reply is dropped). The reply's Value is
+// the request's *…Response and its Index the log index it holds at (see
+// Reply).
+func (s *Shell) Do(ctx context.Context, req Request) Reply {
 	ch := make(chan Reply, 1)
-	s.push(event{kind: evRequest, id: s.nextID.Add(1), req: req, reply: ch})
+	id := s.nextID.Add(1)
+	s.push(event{kind: evRequest, id: id, req: req, reply: ch})
 	select {
 	case r := <-ch:
-		return r.Value, r.Err
+		return r
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: waiting for the controller: %v", kerr.RequestTimedOut, ctx.Err())
+		return Reply{ID: id, Err: fmt.Errorf("%w: waiting for the controller: %v", kerr.RequestTimedOut, ctx.Err())}
 	}
 }
 
@@ -232,73 +234,74 @@ func (s *Shell) drain(ctx context.Context, waiting map[uint64]chan Reply) time.T
 	}
 }
 
-// Typed calls, one per request.
+// Typed calls, one per request: the response, the log index it holds at
+// (see Reply), or the error that failed the whole request.
 
 // RegisterBroker serves BrokerRegistration.
-func (s *Shell) RegisterBroker(ctx context.Context, r *BrokerRegistrationRequest) (*BrokerRegistrationResponse, error) {
+func (s *Shell) RegisterBroker(ctx context.Context, r *BrokerRegistrationRequest) (*BrokerRegistrationResponse, uint64, error) {
 	return call[*BrokerRegistrationResponse](ctx, s, r)
 }
 
 // BrokerHeartbeat serves BrokerHeartbeat.
-func (s *Shell) BrokerHeartbeat(ctx context.Context, r *BrokerHeartbeatRequest) (*BrokerHeartbeatResponse, error) {
+func (s *Shell) BrokerHeartbeat(ctx context.Context, r *BrokerHeartbeatRequest) (*BrokerHeartbeatResponse, uint64, error) {
 	return call[*BrokerHeartbeatResponse](ctx, s, r)
 }
 
 // AlterPartition serves AlterPartition.
-func (s *Shell) AlterPartition(ctx context.Context, r *AlterPartitionRequest) (*AlterPartitionResponse, error) {
+func (s *Shell) AlterPartition(ctx context.Context, r *AlterPartitionRequest) (*AlterPartitionResponse, uint64, error) {
 	return call[*AlterPartitionResponse](ctx, s, r)
 }
 
 // CreateTopics serves CreateTopics.
-func (s *Shell) CreateTopics(ctx context.Context, r *CreateTopicsRequest) (*CreateTopicsResponse, error) {
+func (s *Shell) CreateTopics(ctx context.Context, r *CreateTopicsRequest) (*CreateTopicsResponse, uint64, error) {
 	return call[*CreateTopicsResponse](ctx, s, r)
 }
 
 // DeleteTopics serves DeleteTopics.
-func (s *Shell) DeleteTopics(ctx context.Context, r *DeleteTopicsRequest) (*DeleteTopicsResponse, error) {
+func (s *Shell) DeleteTopics(ctx context.Context, r *DeleteTopicsRequest) (*DeleteTopicsResponse, uint64, error) {
 	return call[*DeleteTopicsResponse](ctx, s, r)
 }
 
 // CreatePartitions serves CreatePartitions.
-func (s *Shell) CreatePartitions(ctx context.Context, r *CreatePartitionsRequest) (*CreatePartitionsResponse, error) {
+func (s *Shell) CreatePartitions(ctx context.Context, r *CreatePartitionsRequest) (*CreatePartitionsResponse, uint64, error) {
 	return call[*CreatePartitionsResponse](ctx, s, r)
 }
 
 // IncrementalAlterConfigs serves IncrementalAlterConfigs.
-func (s *Shell) IncrementalAlterConfigs(ctx context.Context, r *IncrementalAlterConfigsRequest) (*AlterConfigsResponse, error) {
+func (s *Shell) IncrementalAlterConfigs(ctx context.Context, r *IncrementalAlterConfigsRequest) (*AlterConfigsResponse, uint64, error) {
 	return call[*AlterConfigsResponse](ctx, s, r)
 }
 
 // AlterConfigs serves the legacy AlterConfigs.
-func (s *Shell) AlterConfigs(ctx context.Context, r *AlterConfigsRequest) (*AlterConfigsResponse, error) {
+func (s *Shell) AlterConfigs(ctx context.Context, r *AlterConfigsRequest) (*AlterConfigsResponse, uint64, error) {
 	return call[*AlterConfigsResponse](ctx, s, r)
 }
 
 // AllocateProducerIDs serves AllocateProducerIds.
-func (s *Shell) AllocateProducerIDs(ctx context.Context, r *AllocateProducerIDsRequest) (*AllocateProducerIDsResponse, error) {
+func (s *Shell) AllocateProducerIDs(ctx context.Context, r *AllocateProducerIDsRequest) (*AllocateProducerIDsResponse, uint64, error) {
 	return call[*AllocateProducerIDsResponse](ctx, s, r)
 }
 
 // ElectLeaders serves ElectLeaders.
-func (s *Shell) ElectLeaders(ctx context.Context, r *ElectLeadersRequest) (*ElectLeadersResponse, error) {
+func (s *Shell) ElectLeaders(ctx context.Context, r *ElectLeadersRequest) (*ElectLeadersResponse, uint64, error) {
 	return call[*ElectLeadersResponse](ctx, s, r)
 }
 
 // AlterPartitionReassignments serves AlterPartitionReassignments.
-func (s *Shell) AlterPartitionReassignments(ctx context.Context, r *AlterPartitionReassignmentsRequest) (*AlterPartitionReassignmentsResponse, error) {
+func (s *Shell) AlterPartitionReassignments(ctx context.Context, r *AlterPartitionReassignmentsRequest) (*AlterPartitionReassignmentsResponse, uint64, error) {
 	return call[*AlterPartitionReassignmentsResponse](ctx, s, r)
 }
 
 // ListPartitionReassignments serves ListPartitionReassignments.
-func (s *Shell) ListPartitionReassignments(ctx context.Context, r *ListPartitionReassignmentsRequest) (*ListPartitionReassignmentsResponse, error) {
+func (s *Shell) ListPartitionReassignments(ctx context.Context, r *ListPartitionReassignmentsRequest) (*ListPartitionReassignmentsResponse, uint64, error) {
 	return call[*ListPartitionReassignmentsResponse](ctx, s, r)
 }
 
-func call[T any](ctx context.Context, s *Shell, r Request) (T, error) {
+func call[T any](ctx context.Context, s *Shell, r Request) (T, uint64, error) {
 	var zero T
-	v, err := s.Do(ctx, r)
-	if err != nil {
-		return zero, err
+	rep := s.Do(ctx, r)
+	if rep.Err != nil {
+		return zero, 0, rep.Err
 	}
-	return v.(T), nil
+	return rep.Value.(T), rep.Index, nil
 }

@@ -120,28 +120,30 @@ func (e *shellEnv) activate() {
 func TestShellServesRequests(t *testing.T) {
 	e := newShellEnv(t)
 	ctx := context.Background()
-	if _, err := e.shell.RegisterBroker(ctx, registration(1, "a", -1)); !errors.Is(err, kerr.NotController) {
+	if _, _, err := e.shell.RegisterBroker(ctx, registration(1, "a", -1)); !errors.Is(err, kerr.NotController) {
 		t.Fatalf("before leadership: %v, want NOT_CONTROLLER", err)
 	}
 	e.activate()
 	reg := registration(1, "a", -1)
 	reg.ClusterID = "c"
-	resp, err := e.shell.RegisterBroker(ctx, reg)
-	if err != nil {
-		t.Fatal(err)
+	resp, index, err := e.shell.RegisterBroker(ctx, reg)
+	if err != nil || uint64(resp.BrokerEpoch) != index {
+		t.Fatalf("register: %+v at %d, %v; want the epoch to be the index", resp, index, err)
 	}
-	hb, err := e.shell.BrokerHeartbeat(ctx, &BrokerHeartbeatRequest{BrokerID: 1, BrokerEpoch: resp.BrokerEpoch,
+	hb, _, err := e.shell.BrokerHeartbeat(ctx, &BrokerHeartbeatRequest{BrokerID: 1, BrokerEpoch: resp.BrokerEpoch,
 		CurrentMetadataOffset: resp.BrokerEpoch})
 	if err != nil || hb.IsFenced {
 		t.Fatalf("heartbeat: %+v, %v; want unfenced", hb, err)
 	}
-	ct, err := e.shell.CreateTopics(ctx, &CreateTopicsRequest{Topics: []CreatableTopic{{Name: "t", NumPartitions: 2, ReplicationFactor: 1}}})
+	ct, index, err := e.shell.CreateTopics(ctx, &CreateTopicsRequest{Topics: []CreatableTopic{{Name: "t", NumPartitions: 2, ReplicationFactor: 1}}})
 	if err != nil || ct.Topics[0].Err != nil {
 		t.Fatalf("create topic: %+v, %v", ct, err)
 	}
-	// The reply comes only once the records have applied.
-	if tp := e.raft.image().Topic("t"); tp == nil || len(tp.Partitions) != 2 || tp.ID != ct.Topics[0].TopicID {
-		t.Fatalf("topic in the log: %+v", tp)
+	// The reply comes only once the records have applied, and names the
+	// entry that holds them.
+	im := e.raft.image()
+	if tp := im.Topic("t"); tp == nil || len(tp.Partitions) != 2 || tp.ID != ct.Topics[0].TopicID || index != im.Index {
+		t.Fatalf("topic in the log: %+v at %d, reply at %d", tp, im.Index, index)
 	}
 }
 
@@ -151,11 +153,11 @@ func TestShellFencesOnTimer(t *testing.T) {
 	e.activate()
 	reg := registration(1, "a", -1)
 	reg.ClusterID = "c"
-	resp, err := e.shell.RegisterBroker(context.Background(), reg)
+	resp, _, err := e.shell.RegisterBroker(context.Background(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.shell.BrokerHeartbeat(context.Background(), &BrokerHeartbeatRequest{BrokerID: 1, BrokerEpoch: resp.BrokerEpoch,
+	if _, _, err := e.shell.BrokerHeartbeat(context.Background(), &BrokerHeartbeatRequest{BrokerID: 1, BrokerEpoch: resp.BrokerEpoch,
 		CurrentMetadataOffset: resp.BrokerEpoch}); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestShellWriteTimeoutAndContext(t *testing.T) {
 	// the log never commits it.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := e.shell.RegisterBroker(ctx, reg); !errors.Is(err, kerr.RequestTimedOut) {
+	if _, _, err := e.shell.RegisterBroker(ctx, reg); !errors.Is(err, kerr.RequestTimedOut) {
 		t.Fatalf("ctx timeout: %v, want REQUEST_TIMED_OUT", err)
 	}
 
@@ -192,7 +194,7 @@ func TestShellWriteTimeoutAndContext(t *testing.T) {
 	// controller's write timeout.
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.shell.RegisterBroker(context.Background(), reg)
+		_, _, err := e.shell.RegisterBroker(context.Background(), reg)
 		done <- err
 	}()
 	e.waitFor("the stalled proposal", func() bool { e.raft.mu.Lock(); defer e.raft.mu.Unlock(); return len(e.raft.held) == 1 })
@@ -224,12 +226,12 @@ func TestShellProposalRefusedAndStop(t *testing.T) {
 	e.raft.mu.Lock()
 	e.raft.refuse = errors.New("raft: proposal dropped")
 	e.raft.mu.Unlock()
-	if _, err := e.shell.AllocateProducerIDs(context.Background(), &AllocateProducerIDsRequest{BrokerID: 1}); !errors.Is(err, kerr.StaleBrokerEpoch) {
+	if _, _, err := e.shell.AllocateProducerIDs(context.Background(), &AllocateProducerIDsRequest{BrokerID: 1}); !errors.Is(err, kerr.StaleBrokerEpoch) {
 		t.Fatalf("unregistered broker: %v", err) // refused before any write
 	}
 	reg := registration(1, "a", -1)
 	reg.ClusterID = "c"
-	if _, err := e.shell.RegisterBroker(context.Background(), reg); !errors.Is(err, kerr.NotController) {
+	if _, _, err := e.shell.RegisterBroker(context.Background(), reg); !errors.Is(err, kerr.NotController) {
 		t.Fatalf("dropped proposal: %v, want NOT_CONTROLLER", err)
 	}
 
@@ -239,7 +241,7 @@ func TestShellProposalRefusedAndStop(t *testing.T) {
 	e.raft.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.shell.RegisterBroker(context.Background(), reg)
+		_, _, err := e.shell.RegisterBroker(context.Background(), reg)
 		done <- err
 	}()
 	e.waitFor("the proposal", func() bool { e.raft.mu.Lock(); defer e.raft.mu.Unlock(); return len(e.raft.held) == 1 })
@@ -262,7 +264,7 @@ func TestShellStopped(t *testing.T) {
 	reg.ClusterID = "c"
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.shell.RegisterBroker(context.Background(), reg)
+		_, _, err := e.shell.RegisterBroker(context.Background(), reg)
 		done <- err
 	}()
 	e.waitFor("the proposal", func() bool { e.raft.mu.Lock(); defer e.raft.mu.Unlock(); return len(e.raft.held) == 1 })
@@ -270,7 +272,7 @@ func TestShellStopped(t *testing.T) {
 	if err := <-done; !errors.Is(err, kerr.NotController) {
 		t.Fatalf("waiting request when the shell stops: %v, want NOT_CONTROLLER", err)
 	}
-	if _, err := e.shell.RegisterBroker(context.Background(), reg); !errors.Is(err, kerr.NotController) {
+	if _, _, err := e.shell.RegisterBroker(context.Background(), reg); !errors.Is(err, kerr.NotController) {
 		t.Fatalf("request after the shell stopped: %v, want NOT_CONTROLLER", err)
 	}
 }

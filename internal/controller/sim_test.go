@@ -390,6 +390,9 @@ func (s *sim) noteReply(node int32, r Reply, req Request) {
 	if s.replies[r.ID] > 1 {
 		s.fatalf("request %d (%T) answered twice", r.ID, req)
 	}
+	if r.Err == nil && (r.Index == 0 || r.Index > s.c.im.Index) {
+		s.fatalf("reply %d (%T) holds at index %d; the log is at %d", r.ID, req, r.Index, s.c.im.Index)
+	}
 	switch v := r.Value.(type) {
 	case *BrokerHeartbeatResponse:
 		b := req.(*BrokerHeartbeatRequest).BrokerID
