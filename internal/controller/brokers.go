@@ -252,6 +252,20 @@ func (c *Core) heartbeat(w *write, r *BrokerHeartbeatRequest) built {
 	}
 }
 
+// expiredHeartbeat is processExpiredBrokerHeartbeat: a heartbeat that
+// waited too long for the controller still proves the broker alive, so it
+// refreshes the session (a slow controller must not fence its brokers),
+// but changes nothing else.
+func (c *Core) expiredHeartbeat(r *BrokerHeartbeatRequest) {
+	if checkBrokerEpoch(c.applied, r.BrokerID, r.BrokerEpoch) != nil || c.sessions == nil {
+		return
+	}
+	s := c.session(r.BrokerID)
+	s.lastContact, s.metadataOffset = c.now, r.CurrentMetadataOffset
+	c.log.Error("a broker heartbeat timed out waiting for the controller; its session was refreshed",
+		"broker", r.BrokerID, "epoch", r.BrokerEpoch)
+}
+
 // nextState is BrokerHeartbeatManager.calculateNextBrokerState.
 func (c *Core) nextState(im *metadata.Image, b *metadata.Broker, s *session, r *BrokerHeartbeatRequest) brokerState {
 	switch currentState(b) {

@@ -329,6 +329,9 @@ func (c *Core) expireWrites() {
 	kept := c.queue[:0]
 	for _, o := range c.queue {
 		if o.internal == notInternal && !c.now.Before(o.queuedAt.Add(timeout)) {
+			if hb, ok := o.req.(*BrokerHeartbeatRequest); ok {
+				c.expiredHeartbeat(hb)
+			}
 			c.reply(o.id, nil, fmt.Errorf("%w: the controller could not write for %v", kerr.RequestTimedOut, timeout))
 			continue
 		}

@@ -35,10 +35,14 @@
 // the controller's own term), so ops in one batch see each other, and
 // proposed as one entry tagged (node, term, seq). Its requests are answered
 // when that entry applies, from the scratch image after each op (a
-// registration's broker epoch is the entry's index). A batch not applied
+// registration's broker epoch is the entry's index); each reply carries
+// that index, so a broker that forwarded a write can wait until it has
+// applied it. A batch not applied
 // within WriteTimeout fails its requests with REQUEST_TIMED_OUT but stays
 // in flight until it applies, raft drops it or the term ends; requests
-// waiting longer than WriteTimeout in the queue fail the same way. So no
+// waiting longer than WriteTimeout in the queue fail the same way (a
+// heartbeat still refreshes its broker's session, as Kafka's expired
+// heartbeats do). So no
 // batch is ever built without a write that may still commit: late commits
 // are harmless and Image.Skipped stays 0 (only an entry committed in
 // another term than its tag, which disabled proposal forwarding rules out,
