@@ -209,7 +209,7 @@ func (c *Controller) CreateTopic(req CreateTopicRequest, validateOnly bool) (*To
 	defer c.mu.Unlock()
 	im := c.Image()
 	b := c.o.Broker()
-	if err := validateNewTopic(req.Name, im.Topics[req.Name] != nil, im.TopicNames(), req.Configs, req.NullConfigs, b); err != nil {
+	if err := validateNewTopic(req.Name, im.Topics[req.Name] != nil, im.TopicNames, req.Configs, req.NullConfigs, b); err != nil {
 		return nil, err
 	}
 	parts, err := c.partitionCount(req, b)

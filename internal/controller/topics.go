@@ -41,7 +41,7 @@ func (c *Core) createTopic(w *write, ct CreatableTopic) (CreatableTopicResult, [
 			configs[cv.Name] = *cv.Value
 		}
 	}
-	res.Err = validateNewTopic(ct.Name, w.im.Topic(ct.Name) != nil, w.im.TopicNames(), configs, nulls, c.brokerCfg)
+	res.Err = validateNewTopic(ct.Name, w.im.Topic(ct.Name) != nil, w.im.TopicNames, configs, nulls, c.brokerCfg)
 	if res.Err != nil {
 		return res, nil
 	}

@@ -16,17 +16,22 @@ import (
 // validateNewTopic makes CreateTopics' checks that come before partitions,
 // in Kafka's order: the name, that it does not exist, that it does not
 // collide with an existing name ('.' and '_' are the same in metric names),
-// null config values, the config values.
-func validateNewTopic(name string, exists bool, names []string, configs map[string]string, nulls []string, b *config.Broker) error {
+// null config values, the config values. names lists the existing topics
+// in order; it is called only for a name that can collide.
+func validateNewTopic(name string, exists bool, names func() []string, configs map[string]string, nulls []string, b *config.Broker) error {
 	if err := ValidateTopicName(name); err != nil {
 		return err
 	}
 	if exists {
 		return fmt.Errorf("%w: Topic '%s' already exists.", kerr.TopicAlreadyExists, name)
 	}
-	for _, n := range names {
-		if collisionKey(n) == collisionKey(name) {
-			return fmt.Errorf("%w: Topic '%s' collides with existing topic: %s", kerr.InvalidTopicException, name, n)
+	// A name without '.' or '_' is its own collision key, so only an
+	// existing topic of that very name could collide with it.
+	if strings.ContainsAny(name, "._") {
+		for _, n := range names() {
+			if collisionKey(n) == collisionKey(name) {
+				return fmt.Errorf("%w: Topic '%s' collides with existing topic: %s", kerr.InvalidTopicException, name, n)
+			}
 		}
 	}
 	if len(nulls) > 0 {
