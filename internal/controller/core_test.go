@@ -13,6 +13,7 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/metadata"
+	"github.com/gregor-broker/gregor/internal/transcript"
 )
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -28,14 +29,16 @@ func TestTranscripts(t *testing.T) {
 		var out strings.Builder
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out.Reset()
+			a := transcript.NewCmd(t, d)
+			defer a.Done()
 			if d.Cmd == "cluster" {
-				c = newTranscriptCluster(t, d, &out)
+				c = newTranscriptCluster(t, d, a, &out)
 				return "ok"
 			}
 			if c == nil {
 				t.Fatalf("%s: the file must start with cluster", d.Pos)
 			}
-			if s, ok := c.command(t, d); ok {
+			if s, ok := c.command(t, d, a); ok {
 				out.WriteString(s)
 			}
 			return strings.TrimSuffix(out.String(), "\n")
@@ -43,10 +46,8 @@ func TestTranscripts(t *testing.T) {
 	})
 }
 
-func newTranscriptCluster(t *testing.T, d *datadriven.TestData, out *strings.Builder) *cluster {
-	o := clusterOpts{nodes: 1, static: map[string]string{}}
-	d.MaybeScanArgs(t, "nodes", &o.nodes)
-	o.elr = d.HasArg("elr")
+func newTranscriptCluster(t *testing.T, d *datadriven.TestData, a *transcript.Cmd, out *strings.Builder) *cluster {
+	o := clusterOpts{nodes: int(a.Int("nodes", 1)), static: map[string]string{}, elr: a.Has("elr")}
 	for _, line := range lines(d.Input) {
 		k, v, _ := strings.Cut(line, "=")
 		o.static[k] = v
@@ -96,39 +97,25 @@ func lines(s string) []string {
 
 // command runs one transcript command; the string is printed after what the
 // cluster reported while it ran.
-func (c *cluster) command(t *testing.T, d *datadriven.TestData) (string, bool) {
-	node := int32(0)
-	if d.HasArg("node") {
-		var n int
-		d.ScanArgs(t, "node", &n)
-		node = int32(n)
-	}
+func (c *cluster) command(t *testing.T, d *datadriven.TestData, a *transcript.Cmd) (string, bool) {
+	node := int32(a.Int("node", 0))
 	switch d.Cmd {
 	case "elect":
-		var n int
-		var term uint64
-		d.ScanArgs(t, "node", &n)
-		d.ScanArgs(t, "term", &term)
-		c.elect(int32(n), term, !d.HasArg("drop-pending"))
+		c.elect(node, uint64(a.Int("term", 0)), !a.Has("drop-pending"))
 	case "kill":
-		var n int
-		d.ScanArgs(t, "node", &n)
-		c.dead[int32(n)] = true
+		c.dead[node] = true
 	case "advance":
-		var s string
-		d.ScanArgs(t, "by", &s)
-		dur, err := time.ParseDuration(s)
+		dur, err := time.ParseDuration(a.String("by", ""))
 		if err != nil {
 			t.Fatal(err)
 		}
-		arg, ok := d.Arg("heartbeats")
-		if !ok {
+		if !a.Has("heartbeats") {
 			c.advance(dur)
 			return fmt.Sprintf("time +%v", dur), true
 		}
 		// The listed brokers heartbeat every second on the way; their
 		// replies are not printed.
-		brokers := int32s(t, arg.Vals)
+		brokers := int32s(t, a.List("heartbeats"))
 		for step := time.Duration(0); step < dur; step += time.Second {
 			c.advance(min(time.Second, dur-step))
 			c.quiet = true
@@ -139,27 +126,25 @@ func (c *cluster) command(t *testing.T, d *datadriven.TestData) (string, bool) {
 		}
 		return fmt.Sprintf("time +%v", dur), true
 	case "drop-proposals":
-		d.ScanArgs(t, "n", &c.dropNext)
+		c.dropNext = int(a.Int("n", 1))
 	case "pause":
 		c.paused = true
 	case "resume":
 		c.paused = false
 		c.settle()
 	case "commit":
-		n := len(c.pending)
-		d.MaybeScanArgs(t, "n", &n)
-		c.commit(n)
+		c.commit(int(a.Int("n", int64(len(c.pending)))))
 		c.settle()
 	case "show":
 		return describeImage(c.im), true
 	case "register":
-		c.submit(node, c.registerArgs(t, d))
+		c.submit(node, c.registerArgs(a))
 	case "heartbeat":
-		for _, b := range brokerList(t, d) {
-			c.submit(node, c.heartbeatArgs(t, d, b))
+		for _, b := range int32s(t, a.List("broker")) {
+			c.submit(node, c.heartbeatArgs(a, b))
 		}
 	default:
-		req := c.adminRequest(t, d)
+		req := c.adminRequest(t, d, a)
 		if req == nil {
 			t.Fatalf("%s: unknown command %s", d.Pos, d.Cmd)
 		}
@@ -168,15 +153,7 @@ func (c *cluster) command(t *testing.T, d *datadriven.TestData) (string, bool) {
 	return "", false
 }
 
-func brokerList(t *testing.T, d *datadriven.TestData) []int32 {
-	arg, ok := d.Arg("broker")
-	if !ok {
-		t.Fatalf("%s: broker= missing", d.Pos)
-	}
-	return int32s(t, arg.Vals)
-}
-
-func int32s(t *testing.T, vals []string) []int32 {
+func int32s(t testing.TB, vals []string) []int32 {
 	out := []int32{}
 	for _, v := range vals {
 		if v == "" {
@@ -191,100 +168,80 @@ func int32s(t *testing.T, vals []string) []int32 {
 	return out
 }
 
-func (c *cluster) registerArgs(t *testing.T, d *datadriven.TestData) *BrokerRegistrationRequest {
-	var b int
-	d.ScanArgs(t, "broker", &b)
-	inc := fmt.Sprintf("inc-%d", b)
-	d.MaybeScanArgs(t, "inc", &inc)
-	prev := int64(-1)
-	d.MaybeScanArgs(t, "prev", &prev)
-	r := registration(int32(b), inc, prev)
-	d.MaybeScanArgs(t, "cluster", &r.ClusterID)
-	if d.HasArg("reserved-dir") {
+func (c *cluster) registerArgs(a *transcript.Cmd) *BrokerRegistrationRequest {
+	b := int32(a.Int("broker", 0))
+	r := registration(b, a.String("inc", fmt.Sprintf("inc-%d", b)), a.Int("prev", -1))
+	r.ClusterID = a.String("cluster", r.ClusterID)
+	if a.Has("reserved-dir") {
 		r.LogDirs = [][16]byte{{15: 1}} // Kafka's DirectoryId.LOST
 	}
-	if arg, ok := d.Arg("dirs"); ok {
+	if a.Has("dirs") {
 		r.LogDirs = nil
-		for _, n := range int32s(t, arg.Vals) {
+		for _, n := range int32s(c.tb, a.List("dirs")) {
 			r.LogDirs = append(r.LogDirs, logDir(n/100, int(n%100)))
 		}
 	}
 	return r
 }
 
-func (c *cluster) heartbeatArgs(t *testing.T, d *datadriven.TestData, b int32) *BrokerHeartbeatRequest {
-	r := &BrokerHeartbeatRequest{BrokerID: b, BrokerEpoch: c.epochs[b], CurrentMetadataOffset: int64(c.im.Index),
-		WantFence: d.HasArg("want-fence"), WantShutDown: d.HasArg("want-shutdown")}
-	d.MaybeScanArgs(t, "epoch", &r.BrokerEpoch)
-	d.MaybeScanArgs(t, "offset", &r.CurrentMetadataOffset)
-	return r
+func (c *cluster) heartbeatArgs(a *transcript.Cmd, b int32) *BrokerHeartbeatRequest {
+	return &BrokerHeartbeatRequest{BrokerID: b, BrokerEpoch: a.Int("epoch", c.epochs[b]),
+		CurrentMetadataOffset: a.Int("offset", int64(c.im.Index)), WantFence: a.Has("want-fence"), WantShutDown: a.Has("want-shutdown")}
 }
 
 // adminRequest builds the request of the other commands, nil when the
 // command is unknown.
-func (c *cluster) adminRequest(t *testing.T, d *datadriven.TestData) Request {
+func (c *cluster) adminRequest(t *testing.T, d *datadriven.TestData, a *transcript.Cmd) Request {
 	switch d.Cmd {
 	case "create-topic":
-		return c.createTopicArgs(t, d)
+		return createTopicArgs(t, d, a)
 	case "delete-topic":
-		var name string
-		d.ScanArgs(t, "name", &name)
-		return &DeleteTopicsRequest{Topics: []DeleteTopicState{{Name: name}}}
+		return &DeleteTopicsRequest{Topics: []DeleteTopicState{{Name: a.String("name", "")}}}
 	case "create-partitions":
-		var name string
-		var count int32
-		d.ScanArgs(t, "topic", &name)
-		d.ScanArgs(t, "count", &count)
-		ct := CreatePartitionsTopic{Name: name, Count: count}
+		ct := CreatePartitionsTopic{Name: a.String("topic", ""), Count: int32(a.Int("count", 0))}
 		for _, l := range lines(d.Input) {
 			ct.Assignments = append(ct.Assignments, int32s(t, strings.Split(l, ",")))
 		}
-		return &CreatePartitionsRequest{Topics: []CreatePartitionsTopic{ct}, ValidateOnly: d.HasArg("validate-only")}
+		return &CreatePartitionsRequest{Topics: []CreatePartitionsTopic{ct}, ValidateOnly: a.Has("validate-only")}
 	case "alter-partition":
-		return c.alterPartitionArgs(t, d)
+		return c.alterPartitionArgs(t, d, a)
 	case "alter-config":
-		return alterConfigArgs(t, d)
+		return alterConfigArgs(d, a)
 	case "replace-configs":
-		var typ, name string
-		d.ScanArgs(t, "type", &typ)
-		d.MaybeScanArgs(t, "name", &name)
-		rr := AlterConfigsResource{Type: metadata.ResourceTopic, Name: name}
-		if typ == "broker" {
-			rr.Type = metadata.ResourceBroker
-		}
+		rr := AlterConfigsResource{Type: resourceType(a.String("type", "")), Name: a.String("name", "")}
 		for _, l := range lines(d.Input) {
 			k, v, _ := strings.Cut(l, "=")
 			rr.Configs = append(rr.Configs, ConfigValue{Name: k, Value: &v})
 		}
 		return &AlterConfigsRequest{Resources: []AlterConfigsResource{rr}}
 	case "allocate-producer-ids":
-		var b int32
-		d.ScanArgs(t, "broker", &b)
+		b := int32(a.Int("broker", 0))
 		return &AllocateProducerIDsRequest{BrokerID: b, BrokerEpoch: c.epochs[b]}
 	case "elect-leaders":
-		return electArgs(t, d)
+		return electArgs(t, a)
 	case "reassign":
-		var topic string
-		var p int32
-		d.ScanArgs(t, "topic", &topic)
-		d.ScanArgs(t, "partition", &p)
-		rp := ReassignablePartition{Partition: p}
-		if arg, ok := d.Arg("replicas"); ok {
-			rp.Replicas = int32s(t, arg.Vals)
+		rp := ReassignablePartition{Partition: int32(a.Int("partition", 0))}
+		if a.Has("replicas") {
+			rp.Replicas = int32s(t, a.List("replicas"))
 		}
-		return &AlterPartitionReassignmentsRequest{AllowReplicationFactorChange: !d.HasArg("keep-rf"),
-			Topics: []ReassignableTopic{{Name: topic, Partitions: []ReassignablePartition{rp}}}}
+		return &AlterPartitionReassignmentsRequest{AllowReplicationFactorChange: !a.Has("keep-rf"),
+			Topics: []ReassignableTopic{{Name: a.String("topic", ""), Partitions: []ReassignablePartition{rp}}}}
 	case "list-reassignments":
 		return &ListPartitionReassignmentsRequest{}
 	}
 	return nil
 }
 
-func (c *cluster) createTopicArgs(t *testing.T, d *datadriven.TestData) *CreateTopicsRequest {
-	ct := CreatableTopic{NumPartitions: -1, ReplicationFactor: -1}
-	d.ScanArgs(t, "name", &ct.Name)
-	d.MaybeScanArgs(t, "partitions", &ct.NumPartitions)
-	d.MaybeScanArgs(t, "rf", &ct.ReplicationFactor)
+func resourceType(s string) int8 {
+	if s == "broker" {
+		return metadata.ResourceBroker
+	}
+	return metadata.ResourceTopic
+}
+
+func createTopicArgs(t *testing.T, d *datadriven.TestData, a *transcript.Cmd) *CreateTopicsRequest {
+	ct := CreatableTopic{Name: a.String("name", ""), NumPartitions: int32(a.Int("partitions", -1)),
+		ReplicationFactor: int16(a.Int("rf", -1))}
 	for _, l := range lines(d.Input) {
 		kind, rest, _ := strings.Cut(l, " ")
 		switch kind {
@@ -300,59 +257,44 @@ func (c *cluster) createTopicArgs(t *testing.T, d *datadriven.TestData) *CreateT
 			t.Fatalf("%s: bad line %q", d.Pos, l)
 		}
 	}
-	return &CreateTopicsRequest{Topics: []CreatableTopic{ct}, ValidateOnly: d.HasArg("validate-only")}
+	return &CreateTopicsRequest{Topics: []CreatableTopic{ct}, ValidateOnly: a.Has("validate-only")}
 }
 
-func (c *cluster) alterPartitionArgs(t *testing.T, d *datadriven.TestData) *AlterPartitionRequest {
-	var b int32
-	var topic string
-	var p int32
-	d.ScanArgs(t, "broker", &b)
-	d.ScanArgs(t, "topic", &topic)
-	d.ScanArgs(t, "partition", &p)
+// alterPartitionArgs is a leader's AlterPartition for one partition, its
+// epochs and the members' broker epochs taken from the image unless given.
+func (c *cluster) alterPartitionArgs(t *testing.T, d *datadriven.TestData, a *transcript.Cmd) *AlterPartitionRequest {
+	b, topic, p := int32(a.Int("broker", 0)), a.String("topic", ""), int32(a.Int("partition", 0))
 	tp := c.im.Topic(topic)
 	if tp == nil {
 		t.Fatalf("%s: no topic %s", d.Pos, topic)
 	}
 	cur := tp.Partitions[p]
-	rp := AlterPartitionPartition{Partition: p, LeaderEpoch: cur.LeaderEpoch, PartitionEpoch: cur.PartitionEpoch,
-		LeaderRecoveryState: cur.LeaderRecoveryState}
-	d.MaybeScanArgs(t, "leader-epoch", &rp.LeaderEpoch)
-	d.MaybeScanArgs(t, "partition-epoch", &rp.PartitionEpoch)
-	if d.HasArg("recovered") {
+	rp := AlterPartitionPartition{Partition: p, LeaderEpoch: int32(a.Int("leader-epoch", int64(cur.LeaderEpoch))),
+		PartitionEpoch: int32(a.Int("partition-epoch", int64(cur.PartitionEpoch))), LeaderRecoveryState: cur.LeaderRecoveryState}
+	if a.Has("recovered") {
 		rp.LeaderRecoveryState = metadata.Recovered
 	}
-	arg, _ := d.Arg("isr")
-	for _, id := range int32s(t, arg.Vals) {
+	for _, id := range int32s(t, a.List("isr")) {
 		epoch := int64(-1)
 		if br := c.im.Brokers[id]; br != nil {
 			epoch = br.Epoch
 		}
 		rp.NewISR = append(rp.NewISR, BrokerState{BrokerID: id, BrokerEpoch: epoch})
 	}
-	if arg, ok := d.Arg("member-epochs"); ok {
-		for i, v := range arg.Vals {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			rp.NewISR[i].BrokerEpoch = n
-		}
+	for i, v := range a.List("member-epochs") {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		rp.NewISR[i].BrokerEpoch = n
 	}
-	r := &AlterPartitionRequest{BrokerID: b, BrokerEpoch: c.epochs[b],
+	r := &AlterPartitionRequest{BrokerID: b, BrokerEpoch: a.Int("sender-epoch", c.epochs[b]),
 		Topics: []AlterPartitionTopic{{TopicID: tp.ID, Partitions: []AlterPartitionPartition{rp}}}}
-	d.MaybeScanArgs(t, "sender-epoch", &r.BrokerEpoch)
-	if d.HasArg("unknown-topic") {
+	if a.Has("unknown-topic") {
 		r.Topics[0].TopicID = metadata.TopicID{15: 0xEE}
 	}
 	return r
 }
 
-func alterConfigArgs(t *testing.T, d *datadriven.TestData) *IncrementalAlterConfigsRequest {
-	var typ, name string
-	d.ScanArgs(t, "type", &typ)
-	d.MaybeScanArgs(t, "name", &name)
-	rr := IncrementalAlterConfigsResource{Type: metadata.ResourceTopic, Name: name}
-	if typ == "broker" {
-		rr.Type = metadata.ResourceBroker
-	}
+func alterConfigArgs(d *datadriven.TestData, a *transcript.Cmd) *IncrementalAlterConfigsRequest {
+	rr := IncrementalAlterConfigsResource{Type: resourceType(a.String("type", "")), Name: a.String("name", "")}
 	ops := map[string]config.AlterOp{"set": config.AlterSet, "delete": config.AlterDelete, "append": config.AlterAppend, "subtract": config.AlterSubtract}
 	for _, l := range lines(d.Input) {
 		op, rest, _ := strings.Cut(l, " ")
@@ -363,19 +305,16 @@ func alterConfigArgs(t *testing.T, d *datadriven.TestData) *IncrementalAlterConf
 		}
 		rr.Ops = append(rr.Ops, e)
 	}
-	return &IncrementalAlterConfigsRequest{Resources: []IncrementalAlterConfigsResource{rr}, ValidateOnly: d.HasArg("validate-only")}
+	return &IncrementalAlterConfigsRequest{Resources: []IncrementalAlterConfigsResource{rr}, ValidateOnly: a.Has("validate-only")}
 }
 
-func electArgs(t *testing.T, d *datadriven.TestData) *ElectLeadersRequest {
+func electArgs(t *testing.T, a *transcript.Cmd) *ElectLeadersRequest {
 	r := &ElectLeadersRequest{ElectionType: ElectionPreferred}
-	if d.HasArg("unclean") {
+	if a.Has("unclean") {
 		r.ElectionType = ElectionUnclean
 	}
-	if d.HasArg("topic") {
-		var topic string
-		d.ScanArgs(t, "topic", &topic)
-		arg, _ := d.Arg("partitions")
-		r.Topics = []TopicPartitions{{Topic: topic, Partitions: int32s(t, arg.Vals)}}
+	if a.Has("topic") {
+		r.Topics = []TopicPartitions{{Topic: a.String("topic", ""), Partitions: int32s(t, a.List("partitions"))}}
 	}
 	return r
 }

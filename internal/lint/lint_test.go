@@ -55,7 +55,7 @@ var mayImport = map[string][]string{
 	"internal/metadata":             nil,
 	"internal/controller/placement": nil,
 	"internal/controller/election":  {"metadata"},
-	"internal/controller":           {"config", "vfs"},
+	"internal/controller":           {"clock", "config", "controller/election", "controller/placement", "metadata", "vfs"},
 	"internal/replica":              {"log", "logmgr", "record", "topicpart", "vfs"},
 
 	// Coordinators: the runtime and the consumer group state machine.
