@@ -60,7 +60,11 @@ type applier struct {
 	next *Image
 	d    *Delta
 
-	topicsCopied, brokersCopied, configsCopied, featuresCopied bool
+	brokersCopied, configsCopied, featuresCopied bool
+	// topics and byID write the next image's topic maps, copying a shard
+	// at its first change; nil until the entry changes a topic.
+	topics *cowWriter[string, *TopicImage]
+	byID   *cowWriter[TopicID, *TopicImage]
 	// topicCopied marks topics whose TopicImage (and partition slice) is
 	// already this entry's own copy.
 	topicCopied map[TopicID]bool
@@ -175,14 +179,14 @@ func (a *applier) unregisterBroker(r UnregisterBroker) {
 
 // topicMaps makes the topic maps this entry's own.
 func (a *applier) topicMaps() {
-	if !a.topicsCopied {
-		a.next.topics, a.next.byID, a.topicsCopied = maps.Clone(a.next.topics), maps.Clone(a.next.byID), true
+	if a.topics == nil {
+		a.topics, a.byID = writer(&a.next.topics), writer(&a.next.byID)
 	}
 }
 
 // ownTopic returns a copy of the topic the entry may change in place.
 func (a *applier) ownTopic(id TopicID) *TopicImage {
-	t := a.next.byID[id]
+	t := a.next.byID.get(id)
 	if t == nil {
 		return nil
 	}
@@ -191,7 +195,8 @@ func (a *applier) ownTopic(id TopicID) *TopicImage {
 	}
 	a.topicMaps()
 	c := &TopicImage{Name: t.Name, ID: t.ID, Partitions: slices.Clone(t.Partitions)}
-	a.next.topics[c.Name], a.next.byID[id] = c, c
+	a.topics.set(c.Name, c)
+	a.byID.set(id, c)
 	if a.topicCopied == nil {
 		a.topicCopied = map[TopicID]bool{}
 	}
@@ -210,13 +215,14 @@ func (a *applier) markPartition(id TopicID, p int32) {
 }
 
 func (a *applier) createTopic(r Topic) {
-	if a.next.topics[r.Name] != nil || a.next.byID[r.ID] != nil || r.ID == (TopicID{}) {
+	if a.next.topics.get(r.Name) != nil || a.next.byID.get(r.ID) != nil || r.ID == (TopicID{}) {
 		a.next.Skipped++
 		return
 	}
 	a.topicMaps()
 	t := &TopicImage{Name: r.Name, ID: r.ID}
-	a.next.topics[r.Name], a.next.byID[r.ID] = t, t
+	a.topics.set(r.Name, t)
+	a.byID.set(r.ID, t)
 	if a.topicCopied == nil {
 		a.topicCopied = map[TopicID]bool{}
 	}
@@ -241,7 +247,7 @@ func (a *applier) createPartition(r Partition) {
 // changePartition merges a PartitionChange as Kafka's
 // PartitionRegistration.merge does, guarded by the expected partition epoch.
 func (a *applier) changePartition(r PartitionChange) {
-	if old := a.next.byID[r.Topic]; old == nil || r.Partition < 0 || int(r.Partition) >= len(old.Partitions) ||
+	if old := a.next.byID.get(r.Topic); old == nil || r.Partition < 0 || int(r.Partition) >= len(old.Partitions) ||
 		old.Partitions[r.Partition].PartitionEpoch != r.ExpectedPartitionEpoch {
 		a.next.Skipped++
 		return
@@ -279,14 +285,14 @@ func (a *applier) changePartition(r PartitionChange) {
 }
 
 func (a *applier) removeTopic(r RemoveTopic) {
-	t := a.next.byID[r.ID]
+	t := a.next.byID.get(r.ID)
 	if t == nil {
 		a.next.Skipped++
 		return
 	}
 	a.topicMaps()
-	delete(a.next.topics, t.Name)
-	delete(a.next.byID, r.ID)
+	a.topics.delete(t.Name)
+	a.byID.delete(r.ID)
 	if a.d.Partitions != nil {
 		delete(a.d.Partitions, r.ID)
 	}
@@ -317,7 +323,7 @@ func (a *applier) markConfig(r ConfigResource) {
 }
 
 func (a *applier) setConfig(r Config) {
-	if r.Resource.Type == ResourceTopic && a.next.topics[r.Resource.Name] == nil {
+	if r.Resource.Type == ResourceTopic && a.next.topics.get(r.Resource.Name) == nil {
 		a.next.Skipped++
 		return
 	}

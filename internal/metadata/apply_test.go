@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -151,7 +152,17 @@ func genEntry(t *rapid.T, im *Image) []Record {
 	return recs
 }
 
-var imageCmp = []cmp.Option{cmp.AllowUnexported(Image{}), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Image{}, "Skipped")}
+var imageCmp = []cmp.Option{cmp.AllowUnexported(Image{}), cmpopts.EquateEmpty(), cmpopts.IgnoreFields(Image{}, "Skipped"),
+	cmp.Transformer("byName", plain[string, *TopicImage]), cmp.Transformer("byID", plain[TopicID, *TopicImage])}
+
+func plain[K comparable, V any](m cowMap[K, V]) map[K]V {
+	out := map[K]V{}
+	m.each(func(k K, v V) { out[k] = v })
+	if len(out) != m.len() {
+		panic("cowMap count is off")
+	}
+	return out
+}
 
 // Applying never changes an earlier image, and a snapshot of any image
 // rebuilds it exactly.
@@ -178,4 +189,27 @@ func TestApplyModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkApplyCreateTopic applies one entry per topic (a topic of three
+// partitions) to an image already holding 30,000 topics: the cost must not
+// grow with the image.
+func BenchmarkApplyCreateTopic(b *testing.B) {
+	im := Empty()
+	id := func(i int) TopicID { return TopicID{0: byte(i), 1: byte(i >> 8), 2: byte(i >> 16), 15: 7} }
+	entry := func(i int) *Entry {
+		t := Topic{Name: "t" + string(rune('a'+i%26)) + strconv.Itoa(i), ID: id(i)}
+		recs := []Record{t}
+		for p := int32(0); p < 3; p++ {
+			recs = append(recs, Partition{Topic: t.ID, Partition: p, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2, 3}, Leader: 1})
+		}
+		return &Entry{Term: 1, Records: recs}
+	}
+	for i := 0; i < 30000; i++ {
+		im, _ = Apply(im, uint64(i+1), 1, entry(i))
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		im, _ = Apply(im, uint64(30001+i), 1, entry(30000+i))
+	}
 }

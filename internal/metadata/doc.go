@@ -51,6 +51,10 @@
 //
 // An Image is never changed after Apply returns it: Apply copies each map
 // at its first change within the entry and each changed topic's partition
-// list, and shares everything else with the previous image. Readers may hold
+// list, and shares everything else with the previous image. The topic maps
+// are split into 256 shards (cowmap.go) of which an entry copies only those
+// it changes, so an entry's cost does not grow with the number of topics
+// (BenchmarkApplyCreateTopic: about 20 KB copied per topic created next to
+// 30,000 others, where copying whole maps cost about 3.4 MB and 8 ms). Readers may hold
 // any image for as long as they like without locks.
 package metadata

@@ -53,8 +53,8 @@ type Image struct {
 	Controller Activation
 	Features   map[string]int16
 	Brokers    map[int32]*Broker
-	topics     map[string]*TopicImage
-	byID       map[TopicID]*TopicImage
+	topics     cowMap[string, *TopicImage]
+	byID       cowMap[TopicID, *TopicImage]
 	// configs holds every resource's configs; a resource with none is absent.
 	configs map[ConfigResource]map[string]string
 	// NextProducerID is the first producer id no block has handed out.
@@ -116,40 +116,38 @@ func (p *PartitionImage) InISR(id int32) bool { return slices.Contains(p.ISR, id
 // Empty is the image before any record: no cluster id, no controller.
 func Empty() *Image {
 	return &Image{Controller: Activation{Node: -1}, Features: map[string]int16{}, Brokers: map[int32]*Broker{},
-		topics: map[string]*TopicImage{}, byID: map[TopicID]*TopicImage{}, configs: map[ConfigResource]map[string]string{}}
+		topics: newCowMap[string, *TopicImage](), byID: newCowMap[TopicID, *TopicImage](), configs: map[ConfigResource]map[string]string{}}
 }
 
 // Topic returns a topic by name, or nil.
-func (im *Image) Topic(name string) *TopicImage { return im.topics[name] }
+func (im *Image) Topic(name string) *TopicImage { return im.topics.get(name) }
 
 // TopicByID returns a topic by id, or nil.
-func (im *Image) TopicByID(id TopicID) *TopicImage { return im.byID[id] }
+func (im *Image) TopicByID(id TopicID) *TopicImage { return im.byID.get(id) }
 
 // NumTopics is how many topics exist.
-func (im *Image) NumTopics() int { return len(im.topics) }
+func (im *Image) NumTopics() int { return im.topics.len() }
 
 // TopicNames returns every topic name, sorted.
 func (im *Image) TopicNames() []string {
-	names := make([]string, 0, len(im.topics))
-	for n := range im.topics {
-		names = append(names, n)
-	}
+	names := make([]string, 0, im.topics.len())
+	im.topics.each(func(n string, _ *TopicImage) { names = append(names, n) })
 	slices.Sort(names)
 	return names
 }
 
 // SortedTopics returns every topic, by name.
 func (im *Image) SortedTopics() []*TopicImage {
-	out := make([]*TopicImage, 0, len(im.topics))
+	out := make([]*TopicImage, 0, im.topics.len())
 	for _, n := range im.TopicNames() {
-		out = append(out, im.topics[n])
+		out = append(out, im.topics.get(n))
 	}
 	return out
 }
 
 // Partition returns a partition's state, or nil.
 func (im *Image) Partition(topic string, partition int32) *PartitionImage {
-	t := im.topics[topic]
+	t := im.topics.get(topic)
 	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
 		return nil
 	}

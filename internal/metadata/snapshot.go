@@ -107,7 +107,7 @@ func DecodeSnapshot(b []byte) (*Image, error) {
 		return nil, fmt.Errorf("%w: snapshot header", ErrCorrupt)
 	}
 	a := applier{next: Empty(), d: &Delta{}}
-	a.topicsCopied, a.brokersCopied, a.configsCopied, a.featuresCopied = true, true, true, true
+	a.brokersCopied, a.configsCopied, a.featuresCopied = true, true, true
 	for i := int32(0); i < n; i++ {
 		rec, err := readRecord(r)
 		if err != nil {
