@@ -29,6 +29,7 @@ func (fs *MemFS) crashClone(rng *rand.Rand) *MemFS {
 	}
 	clone := &MemFS{}
 	clone.mu.now = fs.mu.now
+	clone.mu.capacity, clone.mu.limited = fs.mu.capacity, fs.mu.limited
 	clone.mu.root = c.dir(fs.mu.root)
 	return clone
 }
@@ -68,7 +69,9 @@ func (c *cloner) file(src *memNode) *memNode {
 	contents := src.synced
 	if c.rng != nil && !src.rewrote && len(src.data) > len(src.synced) {
 		keep := c.rng.IntN(len(src.data) - len(src.synced) + 1)
-		contents = src.data[:len(src.synced)+keep]
+		// The synced bytes, not data's, below len(synced): they differ
+		// where a failed Sync lost writes.
+		contents = append(bytes.Clone(src.synced), src.data[len(src.synced):len(src.synced)+keep]...)
 	}
 	// data and synced must not share memory: writes to data below the
 	// synced size would otherwise change the durable contents.
@@ -77,6 +80,7 @@ func (c *cloner) file(src *memNode) *memNode {
 		modTime: src.modTime,
 		data:    bytes.Clone(contents),
 		synced:  bytes.Clone(contents),
+		alloc:   min(src.alloc, int64(len(contents))),
 	}
 	c.files[src] = dst
 	return dst

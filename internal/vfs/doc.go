@@ -26,7 +26,14 @@
 //     (statfs with the fragment size, as Java's FileStore counts; clamped
 //     to MaxInt64), the one figure DescribeLogDirs, the admin API and the
 //     free-space checks share. A MemFS is one volume of SetCapacity bytes
-//     (1 TiB unless set) of which its live file bytes are used.
+//     (1 TiB unless set) of which its files' allocated bytes are used (a file
+//     grown by Truncate has a hole, as on Linux filesystems). Once
+//     SetCapacity is called the capacity is a limit: a write needing more
+//     blocks than are free writes the part that fits and fails with ENOSPC.
+//   - IsNoSpace tells a write refused for want of space (ENOSPC, EDQUOT),
+//     which a caller may cut back and retry later, from every other failure.
+//     A failed Sync or SyncDir is never "no space", whatever its errno: the
+//     kernel may have dropped the pages it could not write.
 //
 // # Locks
 //
@@ -91,6 +98,14 @@
 //     A directory reachable under more than one durable name appears only
 //     under the first met in a depth-first walk in name order.
 //
+// A Sync failed by the injecting FS with ErrWritebackLost does what Linux
+// does after a writeback error: the pages it could not write are marked
+// clean. The file's durable contents take its live size, but the bytes
+// written since the last good Sync are lost (the old durable bytes stay,
+// zeros past them), and no later Sync writes them unless they are written
+// again. This is the "fsyncgate" trap: a retried fsync that succeeds proves
+// nothing about the writes the failed one covered.
+//
 // CrashCloneTorn models a disk that persisted part of the unsynced tail: for
 // each file whose only changes since its last Sync are appends at or past the
 // synced size (no write below it, no truncation below it), the clone keeps
@@ -108,7 +123,9 @@
 // The FS returned by NewInjecting calls Injector.MaybeError(op, path) before
 // each operation; when it returns an error the operation is not performed and
 // the error comes back wrapped in *os.PathError (or *os.LinkError), so
-// errors.Is(err, ErrInjected) holds for the injectors in this package. Write
+// errors.Is(err, ErrInjected) holds for the injectors in this package
+// (IndexInjector.WithErr picks another error: ErrWritebackLost for a Sync,
+// syscall.ENOSPC for a write). Write
 // and WriteAt are OpWrite, Read and ReadAt OpRead, File.Sync OpSync,
 // File.Truncate OpTruncate, File.Size and FS.Stat OpStat, Open and
 // OpenReadWrite and Lock OpOpen, Remove and RemoveAll OpRemove; Rename is offered

@@ -1,10 +1,12 @@
 package vfs
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync/atomic"
+	"syscall"
 )
 
 // Op is a kind of filesystem operation, as seen by an Injector.
@@ -96,12 +98,19 @@ func (c *CountingInjector) MaybeError(op Op, _ string) error {
 // Count is the number of matching operations seen so far.
 func (c *CountingInjector) Count() int64 { return c.n.Load() }
 
+// ErrWritebackLost is an injected fsync failure with Linux's consequence:
+// the pages the kernel could not write are marked clean, so a later
+// successful Sync does not write them (on a MemFS the file's durable
+// contents keep zeros there; see MemFS). It is ErrInjected and EIO.
+var ErrWritebackLost = fmt.Errorf("%w: fsync: %w (unwritten pages dropped)", ErrInjected, syscall.EIO)
+
 // IndexInjector fails matching operations by their index (0 for the first
-// matching operation) with ErrInjected.
+// matching operation) with ErrInjected, or the error set by WithErr.
 type IndexInjector struct {
 	ops   opSet
 	index int64
 	from  bool
+	err   error
 	n     atomic.Int64
 }
 
@@ -118,12 +127,22 @@ func FromIndex(n int64, ops ...Op) *IndexInjector {
 	return &IndexInjector{ops: newOpSet(ops), index: n, from: true}
 }
 
+// WithErr makes the injector fail with err instead of ErrInjected, e.g.
+// ErrWritebackLost, or syscall.ENOSPC for a write. It returns i.
+func (i *IndexInjector) WithErr(err error) *IndexInjector {
+	i.err = err
+	return i
+}
+
 func (i *IndexInjector) MaybeError(op Op, _ string) error {
 	if !i.ops.matches(op) {
 		return nil
 	}
 	k := i.n.Add(1) - 1
 	if k == i.index || (i.from && k > i.index) {
+		if i.err != nil {
+			return i.err
+		}
 		return ErrInjected
 	}
 	return nil
@@ -285,8 +304,14 @@ func (f *injectingFile) WriteAt(p []byte, off int64) (int, error) {
 
 func (f *injectingFile) Close() error { return f.f.Close() }
 
+// writebackLoser is a File that can model a failed fsync's lost pages.
+type writebackLoser interface{ loseWriteback() }
+
 func (f *injectingFile) Sync() error {
 	if err := f.fs.check(OpSync, f.name); err != nil {
+		if l, ok := f.f.(writebackLoser); ok && errors.Is(err, ErrWritebackLost) {
+			l.loseWriteback()
+		}
 		return err
 	}
 	return f.f.Sync()

@@ -22,8 +22,10 @@ type MemFS struct {
 		sync.Mutex
 		root *memNode
 		now  func() time.Time
-		// capacity is the volume size DiskUsage reports.
+		// capacity is the volume size DiskUsage reports; writes past it
+		// fail with ENOSPC once SetCapacity has set it (limited).
 		capacity int64
+		limited  bool
 	}
 }
 
@@ -37,13 +39,18 @@ type memNode struct {
 	mode    os.FileMode
 	modTime time.Time
 
-	// Files. Invariant: if !rewrote, synced is a prefix of data.
+	// Files. Invariant: if !rewrote, synced agrees with data below
+	// len(synced), except on ranges a failed Sync lost (loseWriteback).
 	data   []byte
 	synced []byte
 	// rewrote records that, since the last Sync, a byte below len(synced)
 	// was written or the file was truncated below len(synced): the change
 	// is not a pure append, so a crash cannot tear it into a prefix.
 	rewrote bool
+	// alloc is how many bytes of the file have blocks: the end of the
+	// furthest write, cut by truncation. Growing a file with Truncate
+	// leaves a hole, as on Linux filesystems, and uses no space.
+	alloc int64
 
 	// locked: a Lock on this file is held. Locks are not durable: a
 	// crash clone's nodes start unlocked.
@@ -374,26 +381,35 @@ func (fs *MemFS) Stat(name string) (os.FileInfo, error) {
 // defaultMemCapacity is the volume size a new MemFS reports: 1 TiB.
 const defaultMemCapacity = 1 << 40
 
-// SetCapacity sets the volume size DiskUsage reports.
+// SetCapacity sets the volume size DiskUsage reports and makes it a limit:
+// from now on a write that needs more blocks than are left writes what fits
+// and fails with ENOSPC, as a full disk does.
 func (fs *MemFS) SetCapacity(bytes int64) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	fs.mu.capacity = bytes
+	fs.mu.limited = true
 }
 
 // DiskUsage implements FS for the one volume a MemFS is: its capacity, less
-// the live bytes of every file reachable from the root, is usable.
+// the allocated bytes of every file reachable from the root, is usable.
 func (fs *MemFS) DiskUsage(path string) (Usage, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	if _, err := fs.lookupLocked(path); err != nil {
 		return Usage{}, &os.PathError{Op: "statfs", Path: path, Err: err}
 	}
+	return Usage{Total: fs.mu.capacity, Usable: max(fs.mu.capacity-fs.usedLocked(), 0)}, nil
+}
+
+// usedLocked is the allocated bytes of every file reachable from the root:
+// a removed file's space is free at once, even while a handle is open.
+func (fs *MemFS) usedLocked() int64 {
 	var used int64
 	var walk func(n *memNode)
 	walk = func(n *memNode) {
 		if !n.isDir {
-			used += int64(len(n.data))
+			used += n.alloc
 			return
 		}
 		for _, c := range n.children {
@@ -401,7 +417,7 @@ func (fs *MemFS) DiskUsage(path string) (Usage, error) {
 		}
 	}
 	walk(fs.mu.root)
-	return Usage{Total: fs.mu.capacity, Usable: max(fs.mu.capacity-used, 0)}, nil
+	return used
 }
 
 // SyncDir implements FS: the directory's live entries become its durable
@@ -436,28 +452,58 @@ func (n *memNode) syncLocked() {
 	n.rewrote = false
 }
 
-// truncateLocked sets n's live size, zero-extending.
+// truncateLocked sets n's live size, zero-extending (a hole: no blocks).
 func (fs *MemFS) truncateLocked(n *memNode, size int64) {
 	if size < int64(len(n.synced)) {
 		n.rewrote = true
 	}
 	n.data = resize(n.data, size)
+	n.alloc = min(n.alloc, size)
 	n.modTime = fs.mu.now()
 }
 
-// writeAtLocked writes p at off into n's live contents.
-func (fs *MemFS) writeAtLocked(n *memNode, p []byte, off int64) {
+// writeAtLocked writes p at off into n's live contents. On a volume whose
+// capacity is a limit, a write needing more blocks than are free writes the
+// part that fits and fails with ENOSPC.
+func (fs *MemFS) writeAtLocked(n *memNode, p []byte, off int64) (int, error) {
 	if len(p) == 0 {
-		return
+		return 0, nil
+	}
+	var full error
+	if end := off + int64(len(p)); fs.mu.limited && end > n.alloc {
+		if free := fs.mu.capacity - fs.usedLocked(); end-n.alloc > free {
+			p = p[:max(min(n.alloc+free-off, int64(len(p))), 0)]
+			full = syscall.ENOSPC
+		}
+	}
+	if len(p) == 0 {
+		return 0, full
 	}
 	if off < int64(len(n.synced)) {
 		n.rewrote = true
 	}
-	if end := off + int64(len(p)); end > int64(len(n.data)) {
+	end := off + int64(len(p))
+	if end > int64(len(n.data)) {
 		n.data = resize(n.data, end)
 	}
+	n.alloc = max(n.alloc, end)
 	copy(n.data[off:], p)
 	n.modTime = fs.mu.now()
+	return len(p), full
+}
+
+// loseWriteback is what Linux does to a file whose fsync failed: the dirty
+// pages it could not write are marked clean, so no later fsync writes them.
+// The file's size reaches the disk; the bytes written since the last good
+// Sync do not (the old durable bytes stay, zeros past them). A later write
+// over a lost range dirties it again.
+func (n *memNode) loseWriteback() {
+	if n.isDir {
+		return
+	}
+	lost := make([]byte, len(n.data))
+	copy(lost, n.synced)
+	n.synced, n.rewrote = lost, false
 }
 
 // resize returns b with length size; bytes past the old length are zero.
@@ -565,9 +611,12 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if err := f.checkLocked("write", true); err != nil {
 		return 0, err
 	}
-	f.fs.writeAtLocked(f.n, p, f.pos)
-	f.pos += int64(len(p))
-	return len(p), nil
+	k, err := f.fs.writeAtLocked(f.n, p, f.pos)
+	f.pos += int64(k)
+	if err != nil {
+		return k, &os.PathError{Op: "write", Path: f.name, Err: err}
+	}
+	return k, nil
 }
 
 func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
@@ -579,8 +628,19 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, &os.PathError{Op: "writeat", Path: f.name, Err: syscall.EINVAL}
 	}
-	f.fs.writeAtLocked(f.n, p, off)
-	return len(p), nil
+	k, err := f.fs.writeAtLocked(f.n, p, off)
+	if err != nil {
+		return k, &os.PathError{Op: "write", Path: f.name, Err: err}
+	}
+	return k, nil
+}
+
+// loseWriteback drops what a failed Sync could not write (see
+// memNode.loseWriteback); the injecting FS calls it for ErrWritebackLost.
+func (f *memFile) loseWriteback() {
+	f.fs.mu.Lock()
+	defer f.fs.mu.Unlock()
+	f.n.loseWriteback()
 }
 
 func (f *memFile) Close() error {

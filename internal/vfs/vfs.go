@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 )
 
 // File is an open file. Offsets used by ReadAt/WriteAt are absolute; Write
@@ -61,6 +62,20 @@ var ErrLocked = errors.New("locked by another holder")
 
 // ErrInjected is returned by filesystems that inject faults.
 var ErrInjected = errors.New("vfs: injected error")
+
+// IsNoSpace reports whether err is a write, create or truncate refused for
+// want of space (ENOSPC, or EDQUOT: over quota): nothing was lost, and the
+// caller may cut back what it wrote and try again later. A failed Sync or
+// SyncDir is never "just" no space, whatever its errno: the kernel may have
+// dropped the pages it could not write (Linux marks them clean), so what the
+// file holds is no longer known.
+func IsNoSpace(err error) bool {
+	if !errors.Is(err, syscall.ENOSPC) && !errors.Is(err, syscall.EDQUOT) {
+		return false
+	}
+	var pe *os.PathError
+	return !errors.As(err, &pe) || (pe.Op != "sync" && pe.Op != OpSyncDir.String() && pe.Op != "fsync")
+}
 
 // IsNotExist reports whether err says a file does not exist.
 func IsNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
