@@ -150,6 +150,9 @@ type CleanedSegment struct {
 // NewCleanedSegment starts <base>.log.cleaned and its index files, replacing
 // any left over. bufSize is how many bytes it gathers before a write.
 func (l *Log) NewCleanedSegment(base int64, bufSize int) (*CleanedSegment, error) {
+	if err := l.Failed(); err != nil {
+		return nil, err
+	}
 	cfg := l.config()
 	s := &segment{dir: l.dir, baseOffset: base, nextOffset: base, maxTimestamp: -1,
 		offsetOfMaxTimestamp: base, firstBatchMaxTimestamp: -1, createdMs: l.nowMs()}
@@ -234,7 +237,9 @@ func (w *CleanedSegment) finish() error {
 	}
 	for _, f := range [3]vfs.File{s.file, s.index.file, s.timeIndex.file} {
 		if err := f.Sync(); err != nil {
-			return fmt.Errorf("sync %s: %w", s.path(LogSuffix+CleanedSuffix), err)
+			// A failed fsync fails the dir, even of a file about to be
+			// thrown away: the disk is no longer trusted.
+			return w.l.fail(fmt.Errorf("sync %s: %w", s.path(LogSuffix+CleanedSuffix), err))
 		}
 	}
 	return nil
@@ -283,9 +288,9 @@ func (l *Log) ReplaceSegments(w *CleanedSegment, old []Segment) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if err := l.writableLocked(); err != nil {
 		w.Abort()
-		return ErrClosed
+		return err
 	}
 	segs := l.segments()
 	i, err := l.checkReplaceable(segs, old, w)
@@ -302,7 +307,7 @@ func (l *Log) ReplaceSegments(w *CleanedSegment, old []Segment) error {
 			l.fs.Remove(s.path(sfx + SwapSuffix))
 		}
 		w.Abort()
-		return err
+		return l.ioErr(err)
 	}
 	w.closed = true // the files are the segment's now
 	gone := make([]*segment, len(old))
@@ -314,7 +319,7 @@ func (l *Log) ReplaceSegments(w *CleanedSegment, old []Segment) error {
 	// the swap; once they are renamed (and perhaps closed), the new segment
 	// serves even if its own renames fail, recovery finishing them.
 	if err := l.deleteSegments(gone); err != nil {
-		return fmt.Errorf("replace segments: %w", err)
+		return l.ioErr(fmt.Errorf("replace segments: %w", err))
 	}
 	renameErr := l.renameCleaned(s, SwapSuffix, "")
 	if renameErr == nil {
@@ -326,8 +331,8 @@ func (l *Log) ReplaceSegments(w *CleanedSegment, old []Segment) error {
 	l.unsynced = without(l.unsynced, gone)
 	l.noteSyncStateLocked()
 	if renameErr != nil {
-		return fmt.Errorf("replace segments: cleaned segment %d installed in memory, its files left as .swap for recovery: %w",
-			s.baseOffset, renameErr)
+		return l.ioErr(fmt.Errorf("replace segments: cleaned segment %d installed in memory, its files left as .swap for recovery: %w",
+			s.baseOffset, renameErr))
 	}
 	l.logger.Info("replaced segments with a cleaned one", "dir", l.dir, "base_offset", s.baseOffset,
 		"segments", len(old), "bytes", s.size.Load())

@@ -145,6 +145,29 @@
 // and snapshot files are replaced atomically (temp file, fsync, rename,
 // directory fsync).
 //
+// # Failures: a failed disk and a full one
+//
+// A failed fsync is never retried (fsyncgate): after a writeback error Linux
+// marks the pages it could not write clean, so the next fsync succeeds
+// without writing them. Instead the log fails (failure.go): every log dir
+// has one FailureDomain shared by its logs (Kafka takes the whole dir
+// offline), and the first failed fsync or write of any of them fails it.
+// A failed log refuses appends and every other change of its files with
+// ErrStorageFailed, never advances its recovery point again, and answers
+// every SyncTo, including those waiting on the failed sync and those whose
+// offsets an earlier sync covered, with the failure: however many appends
+// are waiting, nothing is acknowledged after the failure. Close of a failed
+// log writes nothing (no sync, no snapshot) and returns the failure. The
+// logs come back only through a restart, whose recovery rescans everything
+// past the last checkpointed recovery point; bytes whose writeback failed
+// read back as damage (zeros, old bytes) and are cut off there.
+//
+// A write refused for want of space (vfs.IsNoSpace: ENOSPC or EDQUOT from a
+// write, create or truncate, never from a sync) is not a failure: Append
+// cuts the segment back to the end of its last whole batch and answers
+// ErrNoSpace, and the log stays writable. A roll that runs out of space is
+// retried by the next append. Only if cutting back fails does the log fail.
+//
 // Open after an unclean stop rescans every segment holding offsets at or
 // above the recovery point: each batch's length, CRC and offsets (increasing,
 // below the next segment's base offset) are checked, indexes are rebuilt (a

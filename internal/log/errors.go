@@ -15,6 +15,14 @@ var (
 	// ErrInvalidProducerEpoch: a batch from a fenced (older) producer epoch.
 	// Kafka: INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	// ErrStorageFailed: a write or fsync of the log, or of another file in
+	// its log dir, failed; the log is out of service until a restart (see
+	// FailureDomain). Kafka: KAFKA_STORAGE_ERROR (the log dir is offline).
+	ErrStorageFailed = errors.New("log dir storage failed")
+	// ErrNoSpace: an append refused for want of disk space. Nothing of it
+	// stays (a partial write is cut back to the last whole batch) and the
+	// log stays writable. Kafka: KAFKA_STORAGE_ERROR, which clients retry.
+	ErrNoSpace = errors.New("no space left for the log")
 	// ErrClosed: the log was closed.
 	ErrClosed = errors.New("log closed")
 	// ErrOffsetMismatch: a replicated batch whose base offset is not the log

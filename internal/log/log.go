@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -66,6 +67,9 @@ type Options struct {
 	Dir    string // the partition directory, topic-partition
 	Config Config
 	Logger *slog.Logger
+	// Failure is the log dir's failure domain, shared by its logs; nil
+	// gives the log one of its own.
+	Failure *FailureDomain
 
 	// From the log dir's checkpoint files; -1 when absent.
 	RecoveryPoint  int64
@@ -103,6 +107,7 @@ type Log struct {
 	clock  clock.Clock
 	dir    string
 	logger *slog.Logger
+	domain *FailureDomain
 
 	cfg atomic.Pointer[Config]
 
@@ -262,8 +267,8 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return AppendResult{}, ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return AppendResult{}, err
 	}
 	if h.ProducerID >= 0 && origin == OriginClient {
 		if dup, ok := l.producers.duplicate(&h); ok {
@@ -296,8 +301,8 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 func (l *Log) appendAsFollower(data []byte) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return AppendResult{}, ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return AppendResult{}, err
 	}
 	res := AppendResult{BaseOffset: -1, LastOffset: -1, LogAppendTime: -1}
 	now := l.nowMs()
@@ -322,27 +327,34 @@ func (l *Log) appendAsFollower(data []byte) (AppendResult, error) {
 	return res, nil
 }
 
-// appendLocked writes a batch whose offsets are final.
+// appendLocked writes a batch whose offsets are final. A write refused for
+// want of space is cut back to the last whole batch and answered with
+// ErrNoSpace; any other failed write fails the log (see ioErr).
 func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) error {
 	seg := l.active()
 	if l.shouldRoll(seg, h, len(batch), now) {
 		var err error
 		if seg, err = l.rollLocked(h.BaseOffset, now); err != nil {
-			return err
+			return l.ioErr(err)
 		}
 	}
 	if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset, true); err != nil {
-		return err
+		return l.ioErr(err)
 	}
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(batch, pos); err != nil {
 		// Drop whatever part was written, so that no stray bytes stay past
-		// the segment's size if it is sealed before the next write.
-		seg.file.Truncate(pos)
-		return fmt.Errorf("append to %s: %w", seg.path(LogSuffix), err)
+		// the segment's size if it is sealed before the next write. If even
+		// that fails, the file holds bytes the log does not account for.
+		err = fmt.Errorf("append to %s: %w", seg.path(LogSuffix), err)
+		if terr := seg.file.Truncate(pos); terr != nil {
+			return l.fail(errors.Join(err, fmt.Errorf("cutting back: %w", terr)))
+		}
+		return l.ioErr(err)
 	}
 	if err := l.indexBatch(seg, h, pos); err != nil {
-		return err
+		// The batch is in the file but not in the segment's accounting.
+		return l.fail(fmt.Errorf("index batch at %d in %s: %w", h.BaseOffset, seg.path(LogSuffix), err))
 	}
 	seg.size.Store(pos + int64(len(batch)))
 	seg.nextOffset = h.NextOffset()
@@ -481,11 +493,14 @@ func rollJitter(dir string, base, max int64) int64 {
 func (l *Log) Roll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
 	if l.active().size.Load() == 0 {
 		return nil
 	}
 	_, err := l.rollLocked(l.leo.Load(), l.nowMs())
-	return err
+	return l.ioErr(err)
 }
 
 // SyncTo makes the log durable at least up to offset upTo (group commit):
@@ -493,17 +508,22 @@ func (l *Log) Roll() error {
 // segments and new directory entries are synced first. One caller at a time
 // leads a sync of everything appended so far; the others wait for it to end,
 // all woken at once, and return if it covered them or elect the next leader
-// if not.
+// if not. Once the log has failed (see FailureDomain) every call returns the
+// failure, even one whose offsets an earlier sync covered: nothing is
+// acknowledged after a failure, however many appends are waiting.
 func (l *Log) SyncTo(upTo int64) error {
 	covered := func() bool { return l.durable.Load() >= upTo && !l.pendingSync.Load() }
-	for !covered() {
+	for !covered() || l.domain.Err() != nil {
+		if err := l.domain.Err(); err != nil {
+			return err
+		}
 		l.group.Lock()
 		for l.group.busy && !covered() {
 			l.group.cond.Wait()
 		}
 		if covered() {
 			l.group.Unlock()
-			return nil
+			continue // checks for a failure first
 		}
 		l.group.busy = true
 		l.group.Unlock()
@@ -521,14 +541,18 @@ func (l *Log) SyncTo(upTo int64) error {
 	return nil
 }
 
-// syncOnce syncs everything appended so far.
+// syncOnce syncs everything appended so far. A failed fsync fails the log:
+// its files are never synced again, so the durable point stays where the
+// last good fsync left it. (Retrying would be wrong: after a writeback
+// error Linux marks the pages it could not write clean, and the next fsync
+// succeeds without writing them.)
 func (l *Log) syncOnce() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
-	if l.closed {
+	if err := l.writableLocked(); err != nil {
 		l.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	target := l.leo.Load()
 	seg := l.active()
@@ -540,8 +564,11 @@ func (l *Log) syncOnce() error {
 	l.noteSyncStateLocked()
 	l.mu.Unlock()
 
-	if rest, err := l.syncFiles(rolled, seg, dirDirty); err != nil {
-		l.requeue(rest, dirDirty)
+	if err := l.syncFiles(rolled, seg, dirDirty); err != nil {
+		return l.fail(err)
+	}
+	if err := l.domain.Err(); err != nil {
+		// Another file of the dir failed meanwhile: acknowledge nothing.
 		return err
 	}
 	if target > l.durable.Load() {
@@ -555,39 +582,24 @@ func (l *Log) syncOnce() error {
 
 // syncFiles fsyncs rolled segments' files, then seg's log, then the
 // directory. A segment that retention or truncation removed meanwhile needs no
-// sync (its files may already be closed). On failure it returns what is still
-// to be synced.
-func (l *Log) syncFiles(rolled []*segment, seg *segment, dirDirty bool) (rest []*segment, err error) {
-	for i, s := range rolled {
+// sync (its files may already be closed).
+func (l *Log) syncFiles(rolled []*segment, seg *segment, dirDirty bool) error {
+	for _, s := range rolled {
 		for _, f := range [3]vfs.File{s.file, s.index.file, s.timeIndex.file} {
 			if err := f.Sync(); err != nil && !s.deleted.Load() {
-				return rolled[i:], fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
+				return fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
 			}
 		}
 	}
 	if err := seg.file.Sync(); err != nil && !seg.deleted.Load() {
-		return nil, fmt.Errorf("sync %s: %w", seg.path(LogSuffix), err)
+		return fmt.Errorf("sync %s: %w", seg.path(LogSuffix), err)
 	}
 	if dirDirty {
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return nil, fmt.Errorf("sync dir %s: %w", l.dir, err)
+			return fmt.Errorf("sync dir %s: %w", l.dir, err)
 		}
 	}
-	return nil, nil
-}
-
-func (l *Log) requeue(segs []*segment, dirDirty bool) {
-	l.mu.Lock()
-	var keep []*segment
-	for _, s := range segs {
-		if !s.deleted.Load() {
-			keep = append(keep, s)
-		}
-	}
-	l.unsynced = append(keep, l.unsynced...)
-	l.dirDirty = l.dirDirty || dirDirty
-	l.noteSyncStateLocked()
-	l.mu.Unlock()
+	return nil
 }
 
 // Flush syncs everything appended so far.
@@ -598,7 +610,7 @@ func (l *Log) FlushDue(now time.Time) bool {
 	cfg := l.config()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.durable.Load() >= l.leo.Load() {
+	if l.durable.Load() >= l.leo.Load() || l.domain.Err() != nil {
 		return false
 	}
 	return l.unflushedRecords >= cfg.FlushMessages || now.UnixMilli()-l.lastFlush >= cfg.FlushMs
@@ -623,11 +635,11 @@ func (l *Log) LatestEpoch() int32 {
 func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return err
 	}
 	_, err := l.epochs.assign(epoch, l.leo.Load(), true)
-	return err
+	return l.ioErr(err)
 }
 
 // Epochs returns a copy of the leader-epoch cache.
@@ -668,7 +680,9 @@ func (l *Log) RemoveExpiredProducers(now time.Time) int {
 // Close syncs the log, writes a producer-state snapshot at the log end
 // offset, trims the active segment's indexes and closes every file. After a
 // clean Close the log reopens without a rescan. Appends racing with Close
-// either land before it (and are synced) or fail with ErrClosed.
+// either land before it (and are synced) or fail with ErrClosed. A failed
+// log (or one whose final sync fails) writes nothing: its files are closed
+// as they are, and Close returns the failure.
 func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -678,9 +692,17 @@ func (l *Log) Close() error {
 		return nil
 	}
 	act := l.active()
-	if rest, err := l.syncFiles(l.unsynced, act, l.dirDirty); err != nil {
-		l.unsynced = rest
-		l.noteSyncStateLocked()
+	err := l.domain.Err()
+	if err == nil {
+		if serr := l.syncFiles(l.unsynced, act, l.dirDirty); serr != nil {
+			err = l.fail(serr)
+		}
+	}
+	if err != nil {
+		l.closed = true
+		for _, s := range l.segments() {
+			s.close()
+		}
 		return err
 	}
 	l.unsynced, l.dirDirty = nil, false
@@ -701,7 +723,7 @@ func (l *Log) Close() error {
 	for _, s := range l.segments() {
 		keep(s.close())
 	}
-	return first
+	return l.ioErr(first)
 }
 
 // Delete closes the log and removes its directory (topic deletion).

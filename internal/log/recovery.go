@@ -28,7 +28,10 @@ func Open(o Options) (*Log, error) {
 	if err := makeDirDurable(o.FS, o.Dir); err != nil {
 		return nil, err
 	}
-	l := &Log{fs: o.FS, clock: o.Clock, dir: o.Dir, logger: o.Logger, producers: newProducerState()}
+	l := &Log{fs: o.FS, clock: o.Clock, dir: o.Dir, logger: o.Logger, producers: newProducerState(), domain: o.Failure}
+	if l.domain == nil {
+		l.domain = NewFailureDomain(nil)
+	}
 	l.group.cond.L = &l.group.Mutex
 	cfg := o.Config
 	l.cfg.Store(&cfg)

@@ -35,8 +35,8 @@ type RetentionResult struct {
 func (l *Log) DeleteOldSegments(now time.Time) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return RetentionResult{}, ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return RetentionResult{}, err
 	}
 	snap := l.snapshotLocked()
 	plan := PlanRetention(&snap, now.UnixMilli())
@@ -56,11 +56,11 @@ func (l *Log) DeleteOldSegments(now time.Time) (RetentionResult, error) {
 				act.baseOffset, act.size.Load(), leo)
 		}
 		if _, err := l.rollLocked(leo, l.nowMs()); err != nil {
-			return res, err
+			return res, l.ioErr(err)
 		}
 	}
 	if err := l.dropPrefixLocked(n); err != nil {
-		return res, err
+		return res, l.ioErr(err)
 	}
 	res.LogStartOffset = l.logStart.Load()
 	l.logger.Info("deleted segments by retention", "dir", l.dir, "segments", n, "bytes", res.Bytes,
@@ -216,8 +216,8 @@ func (l *Log) removeSegmentFiles(segs []*segment) error {
 func (l *Log) IncrementLogStartOffset(offset int64) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return 0, ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return 0, err
 	}
 	if hw := l.hw.Load(); offset > hw {
 		return l.logStart.Load(), fmt.Errorf("%w: cannot delete records up to %d beyond the high watermark %d",
@@ -234,11 +234,11 @@ func (l *Log) IncrementLogStartOffset(offset int64) (int64, error) {
 	}
 	if n > 0 {
 		if err := l.dropPrefixLocked(n); err != nil {
-			return offset, err
+			return offset, l.ioErr(err)
 		}
 	} else {
 		if err := l.epochs.truncateFromStart(offset); err != nil {
-			return offset, err
+			return offset, l.ioErr(err)
 		}
 	}
 	l.logger.Info("log start offset moved", "dir", l.dir, "log_start_offset", offset, "segments_deleted", n)
@@ -258,9 +258,14 @@ func (l *Log) TruncateTo(offset int64) error {
 	defer l.syncMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
+	if err := l.writableLocked(); err != nil {
+		return err
 	}
+	return l.ioErr(l.truncateToLocked(offset))
+}
+
+// truncateToLocked is TruncateTo with syncMu and Log.mu held.
+func (l *Log) truncateToLocked(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: cannot truncate to %d", ErrOffsetOutOfRange, offset)
 	}
