@@ -1,6 +1,8 @@
 package api
 
 import (
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/internal/controller"
@@ -10,11 +12,15 @@ import (
 )
 
 // partition finds a hosted partition; a missing topic or partition is
-// UNKNOWN_TOPIC_OR_PARTITION.
+// UNKNOWN_TOPIC_OR_PARTITION, one in an offline log dir KAFKA_STORAGE_ERROR.
 func (h *Handler) partition(topic string, p int32) (*replica.Partition, error) {
 	part, ok := h.d.Replicas.Get(topicpart.TopicPartition{Topic: topic, Partition: p})
 	if !ok {
 		return nil, kerr.UnknownTopicOrPartition
+	}
+	if err := part.Offline(); err != nil {
+		// Kafka's ReplicaManager answers an offline partition so.
+		return nil, fmt.Errorf("%w: partition %s-%d is in an offline log dir: %w", kerr.KafkaStorageError, topic, p, err)
 	}
 	return part, nil
 }

@@ -24,9 +24,11 @@ import (
 // none of whose listed partitions it holds. v4 adds the total and usable
 // bytes of the dir's volume (statfs; -1 off Linux).
 //
-// Deviation: Gregor does not take failed log dirs offline yet; a dir whose
-// volume cannot be read is answered with KAFKA_STORAGE_ERROR, as Kafka
-// answers an offline dir.
+// A dir that is offline (a write or fsync in it failed) is answered with
+// KAFKA_STORAGE_ERROR and nothing else, as Kafka answers an offline dir; so
+// is one whose volume cannot be read. A full dir (below
+// gregor.log.dir.min.free.bytes, refusing produce) is described as usual:
+// its usable bytes say how full.
 func init() { register(kmsg.DescribeLogDirs.Int16(), 1, 4, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -64,6 +66,10 @@ func (h *Handler) describeLogDir(dir string, tps []topicpart.TopicPartition) kms
 	d.Dir = dir
 	if abs, err := filepath.Abs(dir); err == nil {
 		d.Dir = abs
+	}
+	if ld := h.d.Logs.LogDir(dir); ld != nil && ld.Failure().Err() != nil {
+		d.ErrorCode = kerr.KafkaStorageError.Code
+		return d
 	}
 	u, err := h.d.Logs.FS().DiskUsage(d.Dir)
 	switch {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -115,17 +116,20 @@ func (h *Handler) describePartition(topic string, p int32) kmsg.DescribeTopicPar
 	sp.Partition = p
 	sp.LeaderID = h.d.NodeID
 	sp.LeaderEpoch = 0
+	sp.OfflineReplicas = []int32{}
 	if part, err := h.partition(topic, p); err == nil {
 		sp.LeaderEpoch = part.LeaderEpoch
 	} else {
-		// Created but not hosted yet: no live leader, as Kafka reports a
-		// partition whose leader has no endpoint.
+		// Created but not hosted yet, or in an offline log dir: no live
+		// leader, as Kafka reports a partition whose leader has no endpoint.
 		sp.LeaderID = -1
+		if errors.Is(err, kerr.KafkaStorageError) {
+			sp.OfflineReplicas = []int32{h.d.NodeID}
+		}
 	}
 	sp.Replicas = []int32{h.d.NodeID}
 	sp.ISR = []int32{h.d.NodeID}
 	sp.EligibleLeaderReplicas = []int32{}
 	sp.LastKnownELR = []int32{}
-	sp.OfflineReplicas = []int32{}
 	return sp
 }

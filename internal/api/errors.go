@@ -26,6 +26,8 @@ var errorTable = []struct {
 	{record.ErrUnsupportedCompression, kerr.UnsupportedCompressionType},
 	{log.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{log.ErrCorruptSegment, kerr.KafkaStorageError},
+	{log.ErrStorageFailed, kerr.KafkaStorageError},
+	{log.ErrNoSpace, kerr.KafkaStorageError}, // retriable: clients back off and retry
 	{log.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{log.ErrClosed, kerr.NotLeaderForPartition},

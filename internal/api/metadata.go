@@ -64,14 +64,18 @@ func handleMetadata(_ context.Context, h *Handler, r *server.Request) (kmsg.Resp
 			mp.Partition = p
 			mp.Leader = h.d.NodeID
 			mp.LeaderEpoch = 0
+			mp.OfflineReplicas = []int32{}
 			if part, err := h.partition(name, p); err == nil {
 				mp.LeaderEpoch = part.LeaderEpoch
 			} else {
 				mp.ErrorCode = kerr.LeaderNotAvailable.Code
+				if errors.Is(err, kerr.KafkaStorageError) {
+					// Its only replica is in an offline log dir: no leader.
+					mp.Leader, mp.OfflineReplicas = -1, []int32{h.d.NodeID}
+				}
 			}
 			mp.Replicas = []int32{h.d.NodeID}
 			mp.ISR = []int32{h.d.NodeID}
-			mp.OfflineReplicas = []int32{}
 			t.Partitions = append(t.Partitions, mp)
 		}
 		resp.Topics = append(resp.Topics, t)

@@ -49,11 +49,24 @@ type Options struct {
 	HighWatermarkInterval  time.Duration // replica.high.watermark.checkpoint.interval.ms
 	// ProducerExpirationCheckInterval is producer.id.expiration.check.interval.ms.
 	ProducerExpirationCheckInterval time.Duration
+	// DiskCheckInterval is how often the free space of each log dir is
+	// read (besides when appends use up what the last reading left).
+	DiskCheckInterval time.Duration
+	// MinFreeBytes returns gregor.log.dir.min.free.bytes (read at each
+	// check, so it may change at run time); nil means -1, the default.
+	MinFreeBytes func() int64
+	// OnDirChange, if set, is told when a log dir goes offline, fills up
+	// or has room again. It runs on the goroutine that saw the change,
+	// which may hold a log's locks: it must not block, and may call only
+	// DirStates of the manager.
+	OnDirChange func(DirState)
 }
 
 // Manager holds the logs of one broker.
 type Manager struct {
 	o      Options
+	fs     dirFS     // o.FS, reporting failed writes and fsyncs to their dir
+	dirs   []*LogDir // one per o.Dirs entry, fixed at Open
 	mu     sync.RWMutex
 	logs   map[topicpart.TopicPartition]*log.Log
 	dirOf  map[topicpart.TopicPartition]string
@@ -80,6 +93,12 @@ func Open(o Options) (*Manager, error) {
 	}
 	m := &Manager{o: o, logs: make(map[topicpart.TopicPartition]*log.Log), dirOf: make(map[topicpart.TopicPartition]string),
 		strays: make(map[string][]StrayLog)}
+	m.fs = dirFS{FS: o.FS, m: m}
+	for _, d := range o.Dirs {
+		if m.LogDir(d) == nil {
+			m.dirs = append(m.dirs, newLogDir(m, d))
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(o.Dirs))
 	for i, dir := range o.Dirs {
@@ -98,6 +117,7 @@ func Open(o Options) (*Manager, error) {
 		m.closeLogs()
 		return nil, err
 	}
+	m.CheckDiskSpace()
 	return m, nil
 }
 
@@ -105,7 +125,7 @@ type offsets map[topicpart.TopicPartition]int64
 
 func (m *Manager) readCheckpoint(dir, name string) offsets {
 	out := offsets{}
-	lines, err := vfs.ReadCheckpoint(m.o.FS, filepath.Join(dir, name), checkpointVersion)
+	lines, err := vfs.ReadCheckpoint(m.fs, filepath.Join(dir, name), checkpointVersion)
 	if err != nil {
 		if !vfs.IsNotExist(err) {
 			m.o.Logger.Warn("ignoring unreadable checkpoint file", "dir", dir, "file", name, "err", err)
@@ -126,7 +146,7 @@ func (m *Manager) readCheckpoint(dir, name string) offsets {
 }
 
 func (m *Manager) loadDir(dir string) error {
-	fs := m.o.FS
+	fs := m.fs
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("log dir %s: %w", dir, err)
 	}
@@ -169,7 +189,7 @@ func (m *Manager) loadDir(dir string) error {
 				}
 				l, err := log.Open(log.Options{FS: fs, Clock: m.o.Clock, Dir: j.path, Config: m.o.ConfigFor(j.tp.Topic),
 					Logger: m.o.Logger, RecoveryPoint: get(rp), LogStartOffset: get(ls), HighWatermark: get(hw),
-					CleanShutdown: clean})
+					CleanShutdown: clean, Failure: m.LogDir(dir).failure})
 				if err != nil {
 					errMu.Lock()
 					errs = append(errs, fmt.Errorf("load %s: %w", j.path, err))
@@ -204,7 +224,7 @@ type loadJob struct {
 // scanDir lists the partition logs of dir to load, sets aside (durably)
 // the ones the metadata does not know, and records dir's stray logs.
 func (m *Manager) scanDir(dir string) ([]loadJob, error) {
-	fs := m.o.FS
+	fs := m.fs
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil, err
@@ -277,14 +297,15 @@ func (m *Manager) DirOf(tp topicpart.TopicPartition) string {
 // Clock is the clock the logs and the background jobs run on.
 func (m *Manager) Clock() clock.Clock { return m.o.Clock }
 
-// FS is the filesystem the logs live on.
-func (m *Manager) FS() vfs.FS { return m.o.FS }
+// FS is the filesystem the logs live on. A failed write or fsync through it
+// of a file under a log dir takes that dir offline.
+func (m *Manager) FS() vfs.FS { return m.fs }
 
 // Dirs returns the configured log dirs.
 func (m *Manager) Dirs() []string { return m.o.Dirs }
 
-// GetOrCreate returns tp's log, creating it in the log dir holding the fewest
-// partitions (Kafka's placement rule).
+// GetOrCreate returns tp's log, creating it in the online log dir holding
+// the fewest partitions (Kafka's placement rule).
 func (m *Manager) GetOrCreate(tp topicpart.TopicPartition, cfg log.Config) (*log.Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -298,15 +319,24 @@ func (m *Manager) GetOrCreate(tp topicpart.TopicPartition, cfg log.Config) (*log
 	for _, d := range m.dirOf {
 		count[d]++
 	}
-	dirs := append([]string(nil), m.o.Dirs...)
-	sort.SliceStable(dirs, func(i, j int) bool { return count[dirs[i]] < count[dirs[j]] })
-	dir := dirs[0]
-	l, err := log.Open(log.Options{FS: m.o.FS, Clock: m.o.Clock, Dir: filepath.Join(dir, tp.String()), Config: cfg,
-		Logger: m.o.Logger, RecoveryPoint: 0, LogStartOffset: 0, HighWatermark: 0, CleanShutdown: true})
+	var dirs []*LogDir
+	for _, d := range m.dirs {
+		if d.failure.Err() == nil {
+			dirs = append(dirs, d)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("%w: no log dir is online to hold %s", log.ErrStorageFailed, tp)
+	}
+	sort.SliceStable(dirs, func(i, j int) bool { return count[dirs[i].path] < count[dirs[j].path] })
+	dir := dirs[0].path
+	l, err := log.Open(log.Options{FS: m.fs, Clock: m.o.Clock, Dir: filepath.Join(dir, tp.String()), Config: cfg,
+		Logger: m.o.Logger, RecoveryPoint: 0, LogStartOffset: 0, HighWatermark: 0, CleanShutdown: true,
+		Failure: dirs[0].failure})
 	if err != nil {
 		return nil, err
 	}
-	if err := m.o.FS.SyncDir(dir); err != nil {
+	if err := m.fs.SyncDir(dir); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -360,9 +390,12 @@ func (m *Manager) checkpoint(name string, get func(*log.Log) int64) error {
 	}
 	m.mu.RUnlock()
 	var errs []error
-	for _, d := range m.o.Dirs {
-		if err := vfs.WriteCheckpoint(m.o.FS, filepath.Join(d, name), checkpointVersion, byDir[d]); err != nil {
-			errs = append(errs, fmt.Errorf("write %s in %s: %w", name, d, err))
+	for _, d := range m.dirs {
+		if d.failure.Err() != nil {
+			continue // nothing is written to an offline dir
+		}
+		if err := vfs.WriteCheckpoint(m.fs, filepath.Join(d.path, name), checkpointVersion, byDir[d.path]); err != nil {
+			errs = append(errs, fmt.Errorf("write %s in %s: %w", name, d.path, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -373,6 +406,9 @@ func (m *Manager) RunRetention() {
 	now := m.o.Clock.Now()
 	moved := false
 	for tp, l := range m.All() {
+		if l.Failed() != nil {
+			continue
+		}
 		res, err := l.DeleteOldSegments(now)
 		if err != nil {
 			if !errors.Is(err, log.ErrClosed) {
@@ -429,6 +465,7 @@ func (m *Manager) Start() {
 	m.every(m.o.LogStartInterval, func() { m.logErr(m.CheckpointLogStart()) })
 	m.every(m.o.HighWatermarkInterval, func() { m.logErr(m.checkpoint(ReplicationCheckpoint, (*log.Log).HighWatermark)) })
 	m.every(m.o.ProducerExpirationCheckInterval, func() { m.RunProducerExpiration() })
+	m.every(m.o.DiskCheckInterval, m.CheckDiskSpace)
 }
 
 func (m *Manager) logErr(err error) {
@@ -469,7 +506,9 @@ func (m *Manager) every(d time.Duration, f func()) {
 }
 
 // Close stops the jobs, closes every log (flushing it), writes the
-// checkpoints and marks each dir cleanly shut down.
+// checkpoints and marks each dir cleanly shut down. An offline dir gets
+// none of that: its logs' files are closed as they are, so the next start
+// recovers them from the last recovery point written before the failure.
 func (m *Manager) Close() error {
 	m.stopMu.Lock()
 	m.closed = true
@@ -490,16 +529,20 @@ func (m *Manager) Close() error {
 	}
 	// Only after every log closed cleanly may the marker say so.
 	errs = append(errs, m.CheckpointAll())
-	for _, d := range m.o.Dirs {
-		errs = append(errs, vfs.WriteFileAtomic(m.o.FS, filepath.Join(d, CleanShutdownFile), nil))
+	for _, d := range m.dirs {
+		if d.failure.Err() == nil {
+			errs = append(errs, vfs.WriteFileAtomic(m.fs, filepath.Join(d.path, CleanShutdownFile), nil))
+		}
 	}
 	return errors.Join(errs...)
 }
 
+// closeLogs closes every log. The logs of an offline dir fail to close (they
+// write nothing); that was reported when the dir went offline.
 func (m *Manager) closeLogs() error {
 	var errs []error
 	for tp, l := range m.All() {
-		if err := l.Close(); err != nil {
+		if err := l.Close(); err != nil && !m.offline(m.DirOf(tp)) {
 			errs = append(errs, fmt.Errorf("close %s: %w", tp, err))
 		}
 	}

@@ -31,6 +31,9 @@ type Partition struct {
 
 	// stats are the topic's BrokerTopicMetrics counters, fixed at Host.
 	stats TopicStats
+	// dir is the log dir holding the log, fixed at Host: its free-space
+	// reserve admits client appends.
+	dir *logmgr.LogDir
 
 	mu      sync.Mutex
 	waiters []chan struct{}
@@ -74,6 +77,11 @@ func (p *Partition) removeWaiter(w chan struct{}) {
 		}
 	}
 }
+
+// Offline is nil while the partition's log dir is online, else why it is
+// not (an error wrapping log.ErrStorageFailed): the partition then answers
+// KAFKA_STORAGE_ERROR, as Kafka's offline partitions do.
+func (p *Partition) Offline() error { return p.Log.Failed() }
 
 // SetMinISR updates min.insync.replicas.
 func (p *Partition) SetMinISR(n int32) {
@@ -172,6 +180,7 @@ func (m *Manager) Host(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Co
 		return nil, fmt.Errorf("assigning leader epoch %d to %s-%d: %w", p.LeaderEpoch, tp.Topic, tp.Partition, err)
 	}
 	p.stats = TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)}
+	p.dir = m.logs.LogDirOf(tp)
 	m.advanceHW(p)
 	m.parts[tp] = p
 	return p, nil
@@ -273,6 +282,11 @@ func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks i
 				kerr.NotEnoughReplicas, tp, st.ISR, st.MinISR)
 		}
 	}
+	if p.dir != nil && origin == log.OriginClient {
+		if err := p.dir.Admit(len(batch)); err != nil {
+			return Pending{}, err
+		}
+	}
 	res, err := p.Log.Append(batch, origin, p.LeaderEpoch)
 	if err != nil {
 		if errors.Is(err, record.ErrTooLarge) {
@@ -307,8 +321,10 @@ func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks i
 // an acknowledgement that waits on it.
 func (m *Manager) syncForAck(p *Partition, upTo int64) error {
 	if err := m.timedSync(p, upTo, func() error { return p.Log.SyncTo(upTo) }); err != nil {
-		m.logger.Error("fsync failed", "partition", p.TP, "err", err)
-		return fmt.Errorf("%w: %v", kerr.KafkaStorageError, err)
+		if !errors.Is(err, log.ErrStorageFailed) { // the log manager logged the dir going offline
+			m.logger.Error("fsync failed", "partition", p.TP, "err", err)
+		}
+		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
 	}
 	m.advanceHW(p)
 	return nil
@@ -343,7 +359,8 @@ func (m *Manager) syncAsync(p *Partition) {
 		p.mu.Lock()
 		p.syncPending = false
 		p.mu.Unlock()
-		if err := m.timedSync(p, p.Log.LogEndOffset(), p.Log.Flush); err != nil && !errors.Is(err, log.ErrClosed) {
+		if err := m.timedSync(p, p.Log.LogEndOffset(), p.Log.Flush); err != nil && !errors.Is(err, log.ErrClosed) &&
+			!errors.Is(err, log.ErrStorageFailed) {
 			m.logger.Error("background fsync failed", "partition", p.TP, "err", err)
 			return
 		}
