@@ -57,7 +57,10 @@ type Admin struct {
 type condition struct {
 	name  string
 	ready bool
-	since time.Time
+	// warn: ready, but in a state an operator must see (detail says why).
+	warn   bool
+	detail string
+	since  time.Time
 }
 
 // New returns an Admin serving /livez, /readyz and /metrics. Call Listen,
@@ -122,7 +125,35 @@ func (a *Admin) Handler() http.Handler { return a.mux }
 // 200 only while every registered condition is ready. Safe for concurrent
 // use.
 func (a *Admin) SetReady(reason string, ready bool) {
+	st := NotReady
+	if ready {
+		st = Ready
+	}
+	a.SetCondition(reason, st, "")
+}
+
+// State is a readiness condition's state.
+type State int8
+
+const (
+	// Ready: the condition holds.
+	Ready State = iota
+	// Warning: the condition holds, so /readyz still answers 200, but in a
+	// state an operator must see (a full log dir: produce is refused while
+	// fetches are served, and taking the broker out of service would not
+	// free a byte). /readyz and the console show it with its detail.
+	Warning
+	// NotReady: /readyz answers 503.
+	NotReady
+)
+
+// SetCondition registers the readiness condition named reason on first use
+// and sets its state, with a detail shown beside it (e.g. why it is not
+// ready). Its since time moves only when the state changes. Safe for
+// concurrent use.
+func (a *Admin) SetCondition(reason string, st State, detail string) {
 	now := a.now()
+	ready, warn := st != NotReady, st == Warning
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i := range a.mu.conditions {
@@ -130,14 +161,15 @@ func (a *Admin) SetReady(reason string, ready bool) {
 		if c.name != reason {
 			continue
 		}
-		if c.ready != ready {
-			c.ready, c.since = ready, now
-			a.log.Info("readiness changed", "condition", reason, "ready", ready)
+		if c.ready != ready || c.warn != warn {
+			c.ready, c.warn, c.since = ready, warn, now
+			a.log.Info("readiness changed", "condition", reason, "ready", ready, "warning", warn, "detail", detail)
 		}
+		c.detail = detail
 		return
 	}
-	a.mu.conditions = append(a.mu.conditions, condition{name: reason, ready: ready, since: now})
-	a.log.Info("readiness condition registered", "condition", reason, "ready", ready)
+	a.mu.conditions = append(a.mu.conditions, condition{name: reason, ready: ready, warn: warn, detail: detail, since: now})
+	a.log.Info("readiness condition registered", "condition", reason, "ready", ready, "warning", warn)
 }
 
 // readiness returns a copy of the conditions and whether all are ready.

@@ -70,8 +70,8 @@ func TestReadyzFollowsConditions(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("json body %q: %v", body, err)
 	}
-	if got.Ready || len(got.Conditions) != 2 || got.Conditions[0] != (conditionJSON{"log recovery", false, t0}) ||
-		got.Conditions[1] != (conditionJSON{"metadata", true, t0}) {
+	if got.Ready || len(got.Conditions) != 2 || got.Conditions[0] != (conditionJSON{Name: "log recovery", Since: t0}) ||
+		got.Conditions[1] != (conditionJSON{Name: "metadata", Ready: true, Since: t0}) {
 		t.Fatalf("json body %+v", got)
 	}
 
@@ -89,6 +89,39 @@ func TestReadyzFollowsConditions(t *testing.T) {
 
 	if code, _, _ := get(t, a.Handler(), "/readyz?format=xml"); code != http.StatusBadRequest {
 		t.Fatalf("unknown format: %d, want 400", code)
+	}
+}
+
+// A warning (a full log dir) shows on /readyz with its detail but keeps it
+// 200: a load balancer must not take a broker out for it. A condition that
+// is not ready shows its detail too.
+func TestReadyzWarningsStayReady(t *testing.T) {
+	a := newTestAdmin(t)
+	a.SetReady("metadata", true)
+	a.SetCondition("log dir /d1", Warning, "full: 1 MiB usable")
+	code, body, _ := get(t, a.Handler(), "/readyz")
+	want := "[+]metadata ready since 2025-01-02T03:04:05Z\n" +
+		"[!]log dir /d1 ready with a warning since 2025-01-02T03:04:05Z: full: 1 MiB usable\n" +
+		"ready, with 1 warning(s)\n"
+	if code != http.StatusOK || body != want {
+		t.Fatalf("warning: %d\n%s\nwant 200\n%s", code, body, want)
+	}
+	code, body, _ = get(t, a.Handler(), "/readyz?format=json")
+	var got readyzJSON
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusOK || !got.Ready || got.Conditions[1] != (conditionJSON{Name: "log dir /d1", Ready: true,
+		Warning: true, Detail: "full: 1 MiB usable", Since: t0}) {
+		t.Fatalf("json: %d %+v", code, got)
+	}
+	later := t0.Add(time.Minute)
+	a.now = func() time.Time { return later }
+	a.SetCondition("log dir /d1", NotReady, "offline: fsync failed")
+	code, body, _ = get(t, a.Handler(), "/readyz")
+	if code != http.StatusServiceUnavailable ||
+		!strings.Contains(body, "[-]log dir /d1 not ready since 2025-01-02T03:05:05Z: offline: fsync failed\n") {
+		t.Fatalf("not ready with detail: %d\n%s", code, body)
 	}
 }
 

@@ -66,8 +66,14 @@ func (c *console) overviewPage(r *http.Request) (*page, error) {
 	conds, _ := c.a.readiness()
 	for _, cond := range conds {
 		h := healthItem{Name: cond.name, State: "ok", Value: "ready", Detail: "since " + formatTime(cond.since)}
-		if !cond.ready {
+		switch {
+		case !cond.ready:
 			h.State, h.Value = "bad", "not ready"
+		case cond.warn:
+			h.State, h.Value = "warn", "warning"
+		}
+		if cond.detail != "" {
+			h.Detail = cond.detail + " (since " + formatTime(cond.since) + ")"
 		}
 		body.Health = append(body.Health, h)
 	}

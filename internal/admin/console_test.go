@@ -551,3 +551,28 @@ func TestConsoleUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// The overview shows each log dir's state: a full one amber with what it
+// refuses, an offline one red with its cause; the readiness strip shows the
+// full dir's warning.
+func TestConsoleShowsLogDirStates(t *testing.T) {
+	src := newFakeSource()
+	src.cluster.LogDirs = []LogDirView{
+		{Path: "/d1", TotalBytes: 40 << 20, FreeBytes: 300 << 10, State: LogDirFull, MinFreeBytes: 400 << 10},
+		{Path: "/d2", TotalBytes: 40 << 20, FreeBytes: 20 << 20, State: LogDirOffline, Error: "sync /d2/a-0/x.log: input/output error"},
+		{Path: "/d3", TotalBytes: 40 << 20, FreeBytes: 20 << 20, State: LogDirOnline},
+	}
+	a := newConsoleAdmin(t, src)
+	a.SetCondition("log dir /d1", Warning, "full: 0.3 MiB usable")
+	code, body, _ := get(t, a.Handler(), "/")
+	if code != http.StatusOK {
+		t.Fatalf("GET / = %d", code)
+	}
+	for _, w := range []string{`data-logdir-state="full"`, "full: produce refused until space is freed",
+		`data-logdir-state="offline"`, "sync /d2/a-0/x.log: input/output error", `data-logdir-state="online"`,
+		`class="hbox warn"`, "full: 0.3 MiB usable", "log dir errors"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("overview lacks %q", w)
+		}
+	}
+}

@@ -6,13 +6,17 @@
 //
 //	GET /livez    200 "ok" while the process can serve HTTP at all.
 //	GET /readyz   200 when every registered readiness condition is ready,
-//	              503 otherwise. The body lists each condition, ready or not,
-//	              with the time of its last change:
+//	              503 otherwise. The body lists each condition, ready ([+]),
+//	              ready with a warning ([!]) or not ([-]), with the time of
+//	              its last change and its detail, if any:
 //	                  [+]log recovery ready since 2025-01-02T03:04:05Z
+//	                  [!]log dir /data ready with a warning since …: full: …
 //	                  [-]metadata not ready since 2025-01-02T03:04:00Z
-//	                  not ready: 1 of 2 conditions not ready
+//	                  not ready: 1 of 3 conditions not ready
+//	              (all ready with warnings: "ready, with N warning(s)").
 //	              ?format=json gives {"ready":false,"conditions":[{"name",
-//	              "ready","since"}...]}; any other format is a 400.
+//	              "ready","warning","detail","since"}...]} (warning and detail
+//	              left out when unset); any other format is a 400.
 //	GET /metrics  the Config.Registry in Prometheus exposition format, with
 //	              the Go runtime (go_*) and process (process_*) collectors
 //	              registered in it and promhttp_metric_handler_* counting
@@ -57,7 +61,10 @@
 //
 // # Readiness
 //
-// A condition is registered by its first SetReady call and never removed.
+// A condition is registered by its first SetReady or SetCondition call and
+// never removed. A Warning condition counts as ready: it is for states an
+// operator must see but a load balancer must not act on (the broker's full
+// log dirs), and the console's health strip shows it amber.
 // With no condition registered /readyz reports ready, so a component that
 // gates readiness must call SetReady(name, false) before Serve starts (the
 // broker does this for each startup step, e.g. "log recovery", "metadata").
@@ -83,7 +90,9 @@
 //	                                        health strip (readiness conditions,
 //	                                        under-replicated, under min ISR,
 //	                                        offline, stray logs), log dirs with
-//	                                        disk bars, the stray logs (partition
+//	                                        disk bars and their state (online;
+//	                                        full: produce refused; offline:
+//	                                        why), the stray logs (partition
 //	                                        logs the metadata does not know)
 //	GET /ui/topics[?q=]                     topics: partitions, size, records,
 //	                                        consumer lag per group

@@ -15,9 +15,11 @@ type readyzJSON struct {
 }
 
 type conditionJSON struct {
-	Name  string    `json:"name"`
-	Ready bool      `json:"ready"`
-	Since time.Time `json:"since"`
+	Name    string    `json:"name"`
+	Ready   bool      `json:"ready"`
+	Warning bool      `json:"warning,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	Since   time.Time `json:"since"`
 }
 
 // serveReadyz answers 200 when every condition is ready and 503 otherwise,
@@ -34,7 +36,8 @@ func (a *Admin) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	case "json":
 		body := readyzJSON{Ready: ready, Conditions: make([]conditionJSON, 0, len(conds))}
 		for _, c := range conds {
-			body.Conditions = append(body.Conditions, conditionJSON{Name: c.name, Ready: c.ready, Since: c.since.UTC()})
+			body.Conditions = append(body.Conditions, conditionJSON{Name: c.name, Ready: c.ready, Warning: c.warn,
+				Detail: c.detail, Since: c.since.UTC()})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -50,22 +53,33 @@ func (a *Admin) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readyzText renders one line per condition, "[+]" ready or "[-]" not,
-// then a verdict line.
+// readyzText renders one line per condition, "[+]" ready, "[!]" ready
+// with a warning or "[-]" not, with its detail, then a verdict line.
 func readyzText(conds []condition, ready bool) string {
 	var b strings.Builder
-	notReady := 0
+	notReady, warnings := 0, 0
 	for _, c := range conds {
 		mark, state := "[+]", "ready"
-		if !c.ready {
+		switch {
+		case !c.ready:
 			mark, state = "[-]", "not ready"
 			notReady++
+		case c.warn:
+			mark, state = "[!]", "ready with a warning"
+			warnings++
 		}
-		fmt.Fprintf(&b, "%s%s %s since %s\n", mark, c.name, state, c.since.UTC().Format(time.RFC3339))
+		fmt.Fprintf(&b, "%s%s %s since %s", mark, c.name, state, c.since.UTC().Format(time.RFC3339))
+		if c.detail != "" {
+			fmt.Fprintf(&b, ": %s", c.detail)
+		}
+		b.WriteByte('\n')
 	}
-	if ready {
+	switch {
+	case ready && warnings > 0:
+		fmt.Fprintf(&b, "ready, with %d warning(s)\n", warnings)
+	case ready:
 		b.WriteString("ready\n")
-	} else {
+	default:
 		fmt.Fprintf(&b, "not ready: %d of %d conditions not ready\n", notReady, len(conds))
 	}
 	return b.String()

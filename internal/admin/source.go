@@ -93,7 +93,12 @@ type LogDirView struct {
 	FreeBytes  int64  `json:"free_bytes"`
 	LogBytes   int64  `json:"log_bytes"`
 	Partitions int    `json:"partitions"`
-	Error      string `json:"error,omitempty"`
+	// State is "online", "full" (produce refused for want of space; see
+	// MinFreeBytes) or "offline" (a write or fsync failed; Error says
+	// which).
+	State        string `json:"state"`
+	MinFreeBytes int64  `json:"min_free_bytes"`
+	Error        string `json:"error,omitempty"`
 	// Strays are partition logs found at start that the metadata does not
 	// know, set aside as <topic>-<partition>.<id>-stray: kept on disk, not
 	// served, never deleted by the broker.
@@ -107,6 +112,13 @@ type StrayLogView struct {
 	Partition int32  `json:"partition"`
 	SizeBytes int64  `json:"size_bytes"` // when the broker started
 }
+
+// Log dir states of LogDirView.State.
+const (
+	LogDirOnline  = "online"
+	LogDirFull    = "full"
+	LogDirOffline = "offline"
+)
 
 // TopicSummary is one row of the topics list.
 type TopicSummary struct {

@@ -66,7 +66,15 @@ type Broker struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// fatal carries the error that stops the broker on its own (every log
+	// dir offline) to Run.
+	fatal chan error
 }
+
+// diskCheckInterval is how often the free space of each log dir is read
+// (appends also trigger a reading once they use up what the last left).
+const diskCheckInterval = time.Second
 
 // New validates the configuration.
 func New(o Options) (*Broker, error) {
@@ -89,7 +97,7 @@ func New(o Options) (*Broker, error) {
 	for _, name := range static.Unknown() {
 		o.Logger.Warn("ignoring unknown broker config", "name", name)
 	}
-	b := &Broker{o: o, static: static, logger: o.Logger}
+	b := &Broker{o: o, static: static, logger: o.Logger, fatal: make(chan error, 1)}
 	b.cfg.Store(static)
 	return b, nil
 }
@@ -166,6 +174,9 @@ func (b *Broker) Start() error {
 	b.adm.SetReady("metadata", true)
 	if b.logs, err = b.openLogs(cfg, dirs); err != nil {
 		return err
+	}
+	for _, st := range b.logs.DirStates() {
+		b.onLogDirChange(st, nil)
 	}
 	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
 	b.replicas = replica.New(b.logs, cfg.Bool("gregor.ack.fsync"), b.logger)
@@ -244,6 +255,9 @@ func (b *Broker) openLogs(cfg *config.Broker, dirs []string) (*logmgr.Manager, e
 		HighWatermarkInterval:  ms("replica.high.watermark.checkpoint.interval.ms"),
 
 		ProducerExpirationCheckInterval: ms("producer.id.expiration.check.interval.ms"),
+		DiskCheckInterval:               diskCheckInterval,
+		MinFreeBytes:                    func() int64 { return b.Config().Long("gregor.log.dir.min.free.bytes") },
+		OnDirChange:                     b.onLogDirChange,
 	})
 }
 
@@ -298,22 +312,61 @@ func (b *Broker) Groups() *group.Coordinator { return b.groups }
 // Logs exposes the log manager.
 func (b *Broker) Logs() *logmgr.Manager { return b.logs }
 
-// Run serves until ctx ends, then shuts down gracefully.
+// Run serves until ctx ends, then shuts down gracefully. If the broker
+// cannot go on (every log dir offline) it shuts down by itself and Run
+// returns why, so that `gregor serve` exits non-zero.
 func (b *Broker) Run(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- b.srv.Serve(context.Background()) }()
 	go func() { errc <- b.adm.Serve(context.Background()) }()
+	var fatal error
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		if err != nil && !errors.Is(err, server.ErrServerClosed) {
 			b.logger.Error("listener stopped", "err", err)
 		}
+	case fatal = <-b.fatal:
+		b.logger.Error("shutting down", "err", fatal)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return b.Shutdown(sctx)
+	return errors.Join(fatal, b.Shutdown(sctx))
 }
+
+// onLogDirChange shows a log dir's health as a readiness condition: ready,
+// a warning while it is full (fetches are still served and taking the broker
+// out of a load balancer would free nothing), not ready once offline. When
+// no dir is left online the broker stops, as Kafka halts then. It runs on
+// the goroutine that saw the change (see logmgr.Options.OnDirChange).
+func (b *Broker) onLogDirChange(st logmgr.DirState, all []logmgr.DirState) {
+	name := "log dir " + st.Path
+	switch {
+	case st.Offline != nil:
+		b.adm.SetCondition(name, admin.NotReady, fmt.Sprintf("offline after a failed write or fsync (%v); "+
+			"its partitions answer KAFKA_STORAGE_ERROR until a restart", st.Offline))
+	case st.Full:
+		b.adm.SetCondition(name, admin.Warning, fmt.Sprintf("full: %s usable, gregor.log.dir.min.free.bytes keeps %s; "+
+			"produce is refused with KAFKA_STORAGE_ERROR (clients retry) until retention or DeleteRecords frees space",
+			mib(st.Usage.Usable), mib(st.MinFree)))
+	default:
+		b.adm.SetCondition(name, admin.Ready, "")
+	}
+	if st.Offline == nil || len(all) == 0 {
+		return
+	}
+	for _, d := range all {
+		if d.Offline == nil {
+			return
+		}
+	}
+	select {
+	case b.fatal <- fmt.Errorf("all log dirs are offline, the last %s: %w", st.Path, st.Offline):
+	default:
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // Shutdown stops listeners, lets in-flight requests finish, and closes the
 // logs cleanly.

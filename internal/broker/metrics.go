@@ -43,6 +43,18 @@ var (
 	descGlobalPartitions = prometheus.NewDesc("kafka_controller_kafkacontroller_globalpartitioncount",
 		"Partitions in the cluster metadata, internal topics included.", nil, nil)
 
+	descOfflineLogDirs = prometheus.NewDesc("kafka_log_logmanager_offlinelogdirectorycount",
+		"Log dirs taken offline by a failed write or fsync.", nil, nil)
+	descLogDirOffline = prometheus.NewDesc("kafka_log_logmanager_logdirectoryoffline",
+		"1 if the log dir is offline (a write or fsync in it failed), else 0.", []string{"logDirectory"}, nil)
+	descLogDirFull = prometheus.NewDesc("gregor_log_dir_full",
+		"1 while produce to the log dir is refused for want of space (below gregor.log.dir.min.free.bytes), else 0.",
+		[]string{"logDirectory"}, nil)
+	descLogDirUsable = prometheus.NewDesc("gregor_log_dir_usable_bytes",
+		"Bytes usable on the log dir's volume at the last check.", []string{"logDirectory"}, nil)
+	descLogDirMinFree = prometheus.NewDesc("gregor_log_dir_min_free_bytes",
+		"Free space the log dir keeps: gregor.log.dir.min.free.bytes resolved against its volume.", []string{"logDirectory"}, nil)
+
 	descLogDirSize = prometheus.NewDesc("gregor_log_size_bytes",
 		"Bytes in the partition logs of each log dir.", []string{"logDirectory"}, nil)
 	descLogDirSegments = prometheus.NewDesc("gregor_log_segments",
@@ -90,6 +102,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR,
 		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descGlobalTopics,
 		descGlobalPartitions, descLogDirSize, descLogDirSegments, descLogDirStrays, descLogSize, descLogSegments,
+		descOfflineLogDirs, descLogDirOffline, descLogDirFull, descLogDirUsable, descLogDirMinFree,
 		descLogStartOffset, descLogEndOffset, descGroups} {
 		ch <- d
 	}
@@ -106,7 +119,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	cfg := b.Config()
 	perPartition := cfg.Bool(PartitionSeriesConfig)
 	parts := b.replicas.Partitions()
-	var leaders, under, underMin, atMin int
+	var leaders, under, underMin, atMin, offline int
 	size := map[string]float64{}
 	segments := map[string]float64{}
 	strays := map[string]float64{}
@@ -118,6 +131,9 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, p := range parts {
 		st := p.ReplicaState()
+		if p.Offline() != nil {
+			offline++
+		}
 		if st.Leader {
 			leaders++
 		}
@@ -152,23 +168,46 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLogDirSegments, segments[d], d)
 		gauge(descLogDirStrays, strays[d], d)
 	}
-	c.collectCluster(gauge, len(parts))
+	c.collectCluster(gauge, len(parts), offline)
+	c.collectLogDirs(gauge)
 	c.collectGroups(gauge)
+}
+
+// collectLogDirs reports each log dir's health.
+func (c *brokerCollector) collectLogDirs(gauge func(*prometheus.Desc, float64, ...string)) {
+	offline := 0
+	bit := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for _, d := range (*Broker)(c).logs.DirStates() {
+		if d.Offline != nil {
+			offline++
+		}
+		gauge(descLogDirOffline, bit(d.Offline != nil), d.Path)
+		gauge(descLogDirFull, bit(d.Full), d.Path)
+		gauge(descLogDirUsable, float64(d.Usage.Usable), d.Path)
+		gauge(descLogDirMinFree, float64(d.MinFree), d.Path)
+	}
+	gauge(descOfflineLogDirs, float64(offline))
 }
 
 // collectCluster reports the controller's view. On a single node every
 // partition of the metadata is assigned to this broker, so one it does not
-// host has neither a leader nor an online replica.
-func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string), hosted int) {
+// host, or hosts in an offline log dir (offlineHosted), has neither a leader
+// nor an online replica.
+func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string), hosted, offlineHosted int) {
 	b := (*Broker)(c)
 	im := b.ctrl.Image()
 	var total int
 	for _, t := range im.Topics {
 		total += int(t.Partitions)
 	}
-	offline := 0
+	offline := offlineHosted
 	if total > hosted {
-		offline = total - hosted
+		offline += total - hosted
 	}
 	active := 0.0
 	if slices.Contains(b.Config().List("process.roles"), "controller") {

@@ -232,6 +232,10 @@ func gregorDefs() []Def {
 		broker("gregor.ack.fsync", Boolean, "true",
 			"Acknowledge acks=all and acks=1 produce requests only after the appended data is fsynced; false gives Kafka's page-cache behaviour.", dynamic),
 		broker("gregor.admin.listen", String, "127.0.0.1:9644", "Address of the admin HTTP server (health, metrics, JSON API, console).", hostPortCheck()),
+		broker("gregor.log.dir.min.free.bytes", Long, "-1",
+			"Free space to keep on each log dir's volume: a produce that would leave less is refused with KAFKA_STORAGE_ERROR "+
+				"(clients retry) until retention or DeleteRecords frees space, and fetches are still served; -1 keeps "+
+				"min(256 MiB, 1% of the volume), 0 keeps none.", dynamic, atLeast(-1)),
 		broker("gregor.metrics.partition.series.enable", Boolean, "false",
 			"Expose per-partition series (kafka_log_log_* with topic and partition labels) on /metrics; broker-wide totals are always exposed.", dynamic),
 	}

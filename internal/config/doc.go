@@ -12,6 +12,9 @@
 //
 //	gregor.ack.fsync     true   acks=all and acks=1 produce requests are answered only after fsync
 //	gregor.admin.listen  127.0.0.1:9644  address of the admin HTTP server
+//	gregor.log.dir.min.free.bytes  -1  free space each log dir keeps: produce that would leave
+//	                                   less is refused (KAFKA_STORAGE_ERROR, retriable); -1 is
+//	                                   min(256 MiB, 1% of the volume), 0 none (dynamic)
 //	gregor.metrics.partition.series.enable  false  per-partition series on /metrics (dynamic)
 //
 // # Layers and precedence

@@ -248,7 +248,7 @@ func (m *Manager) dirFor(path string) *LogDir {
 // notify tells the OnDirChange hook about a transition of d.
 func (m *Manager) notify(d *LogDir) {
 	if m.o.OnDirChange != nil {
-		m.o.OnDirChange(d.State())
+		m.o.OnDirChange(d.State(), m.DirStates())
 	}
 }
 

@@ -56,10 +56,10 @@ type Options struct {
 	// check, so it may change at run time); nil means -1, the default.
 	MinFreeBytes func() int64
 	// OnDirChange, if set, is told when a log dir goes offline, fills up
-	// or has room again. It runs on the goroutine that saw the change,
-	// which may hold a log's locks: it must not block, and may call only
-	// DirStates of the manager.
-	OnDirChange func(DirState)
+	// or has room again, with the state of every dir. It runs on the
+	// goroutine that saw the change, which may hold a log's locks: it must
+	// not block, and may call only DirStates of the manager.
+	OnDirChange func(changed DirState, all []DirState)
 }
 
 // Manager holds the logs of one broker.

@@ -47,6 +47,8 @@ type Logs interface {
 	FS() vfs.FS
 	// Strays are the logs found in the dirs that the metadata does not know.
 	Strays() []logmgr.StrayLog
+	// DirStates is each dir's health: online, full or offline.
+	DirStates() []logmgr.DirState
 }
 
 // CleanerStatus is the log cleaner's per-partition status (*cleaner.Cleaner).
@@ -186,13 +188,26 @@ func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 	all := logs.All()
 	v.MetadataDir = s.d.MetadataDir
 	strays := logs.Strays()
+	health := map[string]logmgr.DirState{}
+	for _, st := range logs.DirStates() {
+		health[st.Path] = st
+	}
 	for _, dir := range logs.Dirs() {
-		d := admin.LogDirView{Path: dir, Strays: strayViews(strays, dir)}
+		d := admin.LogDirView{Path: dir, State: admin.LogDirOnline, Strays: strayViews(strays, dir)}
 		v.StrayLogs += len(d.Strays)
 		if u, err := logs.FS().DiskUsage(dir); err != nil {
 			d.Error = err.Error()
 		} else {
 			d.TotalBytes, d.FreeBytes = u.Total, u.Usable
+		}
+		if st, ok := health[dir]; ok {
+			d.MinFreeBytes = st.MinFree
+			switch {
+			case st.Offline != nil:
+				d.State, d.Error = admin.LogDirOffline, st.Offline.Error()
+			case st.Full:
+				d.State = admin.LogDirFull
+			}
 		}
 		for tp, l := range all {
 			if logs.DirOf(tp) == dir {
