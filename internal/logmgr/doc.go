@@ -31,9 +31,43 @@
 //     Open; its presence lets Open skip the rescan of unflushed segments. Open
 //     removes it (durably) before any log is written.
 //
+// # Failed and full log dirs (logdir.go, dirfs.go)
+//
+// Every file of every log dir is written through one FS (dirFS), Kafka's
+// LogDirFailureChannel at the place every write passes: a failed write,
+// truncate or fsync of a file under a dir, or a failed fsync of a directory
+// there, is reported to that dir's LogDir. Any failed fsync, whatever its
+// errno, and any failed write other than for want of space takes the dir
+// offline for good: its log.FailureDomain fails, so every log in it refuses
+// appends and acknowledges nothing more (see package log), no checkpoint or
+// clean-shutdown marker is written to it again, new partitions are placed
+// in the online dirs, the retention and flush jobs pass its logs by, and
+// OnDirChange is told (once; the broker stops when no dir is left online).
+// A restart recovers the dir's logs from the recovery points checkpointed
+// before the failure.
+//
+// A full dir is not a failed one. Each dir keeps a free-space reserve,
+// gregor.log.dir.min.free.bytes (MinFreeBytes; -1 is min(256 MiB, 1% of the
+// volume), read at each check). LogDir.Admit accounts each client append
+// against the headroom the last reading of the volume left (usable bytes
+// less the reserve) and reads the volume again (statfs) only once that is
+// used up, so a dir with room costs two atomic operations per append. An
+// append that would cross the reserve is refused with log.ErrNoSpace and
+// the dir is full; so it is when a write fails for want of space anyway
+// (the log cuts it back). The DiskCheckInterval job reads every dir: a full
+// one takes appends again once the reserve plus max(reserve/4, 1 MiB) is
+// free, and while any dir is full the job also runs a retention pass, so
+// segments due for deletion (retention, DeleteRecords) free their space
+// without waiting for log.retention.check.interval.ms (their files go after
+// file.delete.delay.ms, as always). Fetches are never refused for space.
+//
 // # Concurrency
 //
 // The partition map is guarded by mu; logs themselves are safe for
-// concurrent use. Background jobs run on the injected clock's timers and stop
+// concurrent use. The log dirs are fixed at Open; a LogDir's state is atomic
+// fields plus its own mutex, never held while calling out, so DirStates
+// takes no manager lock and OnDirChange (run on the goroutine that saw the
+// change, perhaps holding a log's locks, or mu inside GetOrCreate) may call
+// it. Background jobs run on the injected clock's timers and stop
 // on Close. Checkpoint files of one dir are written under ckMu.
 package logmgr
