@@ -13,6 +13,17 @@
 // overlaps the writes of the partitions after it. acks=0 produces schedule
 // the sync in the background.
 //
+// Failed and full disks: a partition whose log dir is offline (a write or
+// fsync in it failed; see packages logmgr and log) is Offline: the api layer
+// answers it KAFKA_STORAGE_ERROR, and its log refuses appends and answers
+// every waiting acknowledgement with the failure, so nothing appended after
+// the failure is acknowledged, however many requests are in flight. A
+// client append is first admitted by the partition's log dir against its
+// free-space reserve (logmgr.LogDir.Admit, two atomic operations while there
+// is room); refused, it is log.ErrNoSpace, KAFKA_STORAGE_ERROR on the wire,
+// which clients retry with backoff, and nothing is written. Coordinator
+// appends (group offsets) are not held to the reserve: it is kept for them.
+//
 // Delayed operations: a long-poll fetch registers a waiter on each partition
 // it reads and sleeps until any high watermark moves, its max wait passes or
 // its context ends; nothing spins and no goroutine is started per request.
