@@ -56,9 +56,9 @@ type faultRun struct {
 	mem     *vfs.MemFS
 	inj     *faultInjector
 	offline atomic.Bool // /d1 was reported offline
-	logs  *logmgr.Manager
-	m     *Manager
-	parts []topicpart.TopicPartition // 0 and 2 in /d1, 1 in /d2
+	logs    *logmgr.Manager
+	m       *Manager
+	parts   []topicpart.TopicPartition // 0 and 2 in /d1, 1 in /d2
 }
 
 func faultConfig(string) log.Config {
