@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregor-broker/gregor/internal/broker"
+	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
 // Broker is a running test broker.
@@ -22,6 +23,9 @@ type Broker struct {
 	Props map[string]string
 	t     testing.TB
 	stop  func()
+
+	exited chan struct{}
+	runErr error
 }
 
 // Props returns the base configuration for a test broker in dir: ephemeral
@@ -49,6 +53,13 @@ func Start(t testing.TB, overrides map[string]string) *Broker {
 // StartIn runs a broker on dir (reusing its data).
 func StartIn(t testing.TB, dir string, overrides map[string]string) *Broker {
 	t.Helper()
+	return StartOn(t, nil, dir, overrides)
+}
+
+// StartOn runs a broker on dir in fs (nil: the real filesystem), e.g. a
+// vfs.MemFS with a capacity, behind an injecting FS.
+func StartOn(t testing.TB, fs vfs.FS, dir string, overrides map[string]string) *Broker {
+	t.Helper()
 	props := Props(dir)
 	for k, v := range overrides {
 		props[k] = v
@@ -57,7 +68,7 @@ func StartIn(t testing.TB, dir string, overrides map[string]string) *Broker {
 	if os.Getenv("GREGOR_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	b, err := broker.New(broker.Options{Static: props, Logger: logger})
+	b, err := broker.New(broker.Options{Static: props, Logger: logger, FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,20 +79,27 @@ func StartIn(t testing.TB, dir string, overrides map[string]string) *Broker {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Run(ctx) }()
-	tb := &Broker{Broker: b, Dir: dir, Props: props, t: t}
+	tb := &Broker{Broker: b, Dir: dir, Props: props, t: t, exited: make(chan struct{})}
+	go func() {
+		tb.runErr = b.Run(ctx)
+		close(tb.exited)
+	}()
 	stopped := false
 	stop := func() {
 		if stopped {
 			return
 		}
 		stopped = true
+		select {
+		case <-tb.exited:
+			return // stopped by itself: RunErr is the test's to check
+		default:
+		}
 		cancel()
 		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("broker shutdown: %v", err)
+		case <-tb.exited:
+			if tb.runErr != nil {
+				t.Errorf("broker shutdown: %v", tb.runErr)
 			}
 		case <-time.After(30 * time.Second):
 			t.Errorf("broker did not shut down in 30s")
@@ -94,6 +112,16 @@ func StartIn(t testing.TB, dir string, overrides map[string]string) *Broker {
 
 // Stop shuts the broker down cleanly (idempotent).
 func (b *Broker) Stop() { b.stop() }
+
+// Exited is closed once Run has returned: after Stop, or when the broker
+// stopped by itself (every log dir offline).
+func (b *Broker) Exited() <-chan struct{} { return b.exited }
+
+// RunErr is what Run returned; valid once Exited is closed.
+func (b *Broker) RunErr() error {
+	<-b.exited
+	return b.runErr
+}
 
 func (b *Broker) addr() string { return b.Addr().String() }
 
