@@ -1,6 +1,7 @@
 package cleaner
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -35,13 +36,18 @@ func (a *armedInjector) MaybeError(vfs.Op, string) error {
 }
 
 // failOnce fails only the k-th operation once armed: a transient error.
-type failOnce struct{ armedInjector }
+// op is the operation it failed.
+type failOnce struct {
+	armedInjector
+	op atomic.Int32
+}
 
-func (f *failOnce) MaybeError(vfs.Op, string) error {
+func (f *failOnce) MaybeError(op vfs.Op, _ string) error {
 	if !f.armed.Load() {
 		return nil
 	}
 	if f.n.Add(1)-1 == f.k {
+		f.op.Store(int32(op))
 		return vfs.ErrInjected
 	}
 	return nil
@@ -255,7 +261,7 @@ func TestTransientErrorAtEveryStepOfACleaning(t *testing.T) {
 	failed := 0
 	for k := int64(0); ; k += crashStride() {
 		img := f.img.CrashClone()
-		inj := &failOnce{armedInjector{k: k}}
+		inj := &failOnce{armedInjector: armedInjector{k: k}}
 		l := openLog(t, vfs.NewInjecting(img, inj), f.clk, crashDir, f.cfg, true)
 		logs := newFakeLogs()
 		logs.add("t", 0, l)
@@ -279,8 +285,21 @@ func TestTransientErrorAtEveryStepOfACleaning(t *testing.T) {
 				t.Fatalf("%s: reported error %q", what, st.Uncleanable.Error)
 			}
 		}
-		if err := l.Flush(); err != nil {
-			t.Fatalf("%s: flush: %v", what, err)
+		// A failed write or sync fails the log's dir (it is not retried);
+		// any other failed operation left the log as it was.
+		switch vfs.Op(inj.op.Load()) {
+		case vfs.OpWrite, vfs.OpSync, vfs.OpSyncDir, vfs.OpTruncate:
+			if fired {
+				if err := l.Flush(); !errors.Is(err, log.ErrStorageFailed) {
+					t.Fatalf("%s (%s): flush = %v, want the log failed", what, vfs.Op(inj.op.Load()), err)
+				}
+				break
+			}
+			fallthrough
+		default:
+			if err := l.Flush(); err != nil {
+				t.Fatalf("%s: flush: %v", what, err)
+			}
 		}
 		// Restart and clean on: the end result is the undisturbed one.
 		restarted := openLog(t, img.CrashClone(), f.clk, crashDir, f.cfg, false)

@@ -159,7 +159,7 @@ func (l *Log) NewCleanedSegment(base int64, bufSize int) (*CleanedSegment, error
 	w := &CleanedSegment{l: l, seg: s, bufSize: max(bufSize, 4096)}
 	var err error
 	if s.file, err = l.fs.Create(s.path(LogSuffix + CleanedSuffix)); err != nil {
-		return nil, err
+		return nil, l.ioErr(err)
 	}
 	maxIndex := max(int(cfg.SegmentIndexBytes), timeEntrySize)
 	if err = openIndex(&s.index.index, l.fs, s.path(IndexSuffix+CleanedSuffix), base, offsetEntrySize, maxIndex, true); err == nil {
@@ -167,7 +167,7 @@ func (l *Log) NewCleanedSegment(base int64, bufSize int) (*CleanedSegment, error
 	}
 	if err != nil {
 		w.Abort()
-		return nil, err
+		return nil, l.ioErr(err)
 	}
 	return w, nil
 }
@@ -217,7 +217,7 @@ func (w *CleanedSegment) flush() error {
 		return nil
 	}
 	if _, err := w.seg.file.WriteAt(w.buf, w.written); err != nil {
-		return fmt.Errorf("write %s: %w", w.seg.path(LogSuffix+CleanedSuffix), err)
+		return w.l.ioErr(fmt.Errorf("write %s: %w", w.seg.path(LogSuffix+CleanedSuffix), err))
 	}
 	w.written += int64(len(w.buf))
 	w.buf = w.buf[:0]
@@ -233,7 +233,7 @@ func (w *CleanedSegment) finish() error {
 	s := w.seg
 	s.size.Store(w.size)
 	if err := w.l.sealSegment(s); err != nil {
-		return err
+		return w.l.ioErr(err)
 	}
 	for _, f := range [3]vfs.File{s.file, s.index.file, s.timeIndex.file} {
 		if err := f.Sync(); err != nil {

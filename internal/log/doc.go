@@ -152,7 +152,9 @@
 // without writing them. Instead the log fails (failure.go): every log dir
 // has one FailureDomain shared by its logs (Kafka takes the whole dir
 // offline), and the first failed fsync or write of any of them fails it.
-// A failed log refuses appends and every other change of its files with
+// (A failed create, rename or remove changed no file's contents: it is
+// returned to the caller, which undoes or retries it, as before.) A failed
+// log refuses appends and every other change of its files with
 // ErrStorageFailed, never advances its recovery point again, and answers
 // every SyncTo, including those waiting on the failed sync and those whose
 // offsets an earlier sync covered, with the failure: however many appends

@@ -67,28 +67,36 @@ func (l *Log) fail(cause error) error {
 // ioErr classifies an error from changing the log's files. A write refused
 // for want of space (vfs.IsNoSpace) changed nothing the log keeps, once the
 // caller cut back what was written: it is ErrNoSpace and the log stays
-// writable. Any other I/O error leaves the files in a state the log cannot
-// vouch for, and fails it. Anything else (a closed log, a bad argument, a
-// failure already classified) is returned as it is.
+// writable. Any other failed write, truncate or sync leaves the files in a
+// state the log cannot vouch for, and fails it. Anything else (a create,
+// rename or remove that did not happen, a closed log, a bad argument, a
+// failure already classified) is returned as it is: the operation changed
+// nothing, and the caller undoes or retries it as before.
 func (l *Log) ioErr(err error) error {
 	switch {
 	case err == nil, errors.Is(err, ErrStorageFailed), errors.Is(err, ErrNoSpace), errors.Is(err, os.ErrClosed):
 		return err
 	case vfs.IsNoSpace(err):
 		return fmt.Errorf("%w: %s: %w", ErrNoSpace, l.dir, err)
-	case isIOError(err):
+	case changedData(err):
 		return l.fail(err)
 	}
 	return err
 }
 
-// isIOError reports whether err came from the filesystem (vfs errors are
-// *fs.PathError or *os.LinkError).
-func isIOError(err error) bool {
+// changedData reports whether err is a failed write, truncate or sync (vfs
+// errors are *fs.PathError named by the operation): one after which the
+// file's contents, on disk or in the page cache, are not known.
+func changedData(err error) bool {
 	var pe *fs.PathError
-	var le *os.LinkError
-	var se *os.SyscallError
-	return errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se)
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Op {
+	case "write", "writeat", "truncate", "sync", "syncdir", "fsync", "fdatasync":
+		return true
+	}
+	return false
 }
 
 // writableLocked is nil when the log may change its files. l.mu is held.
