@@ -167,8 +167,10 @@ func TestFullLogDirRefusesAppendsAndResumes(t *testing.T) {
 	mem.SetCapacity(4 << 20)
 	counted := &statCounter{FS: mem}
 	var ch changes
+	var reserve atomic.Int64
+	reserve.Store(1 << 20)
 	m, err := Open(Options{FS: counted, Clock: clk, Dirs: []string{"/d1"}, ConfigFor: bigSegments,
-		DiskCheckInterval: time.Second, MinFreeBytes: func() int64 { return 1 << 20 }, OnDirChange: ch.add})
+		DiskCheckInterval: time.Second, MinFreeBytes: reserve.Load, OnDirChange: ch.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +239,14 @@ func TestFullLogDirRefusesAppendsAndResumes(t *testing.T) {
 	got := ch.list()
 	if len(got) != 2 || !got[0].Full || got[1].Full {
 		t.Fatalf("dir changes = %+v, want full then not full", got)
+	}
+	// gregor.log.dir.min.free.bytes is dynamic: a reserve above what is
+	// free makes the dir full at the next check.
+	u, _ = mem.DiskUsage("/d1")
+	reserve.Store(u.Usable + 1)
+	clk.Advance(time.Second)
+	if st := d.State(); !st.Full || st.MinFree != u.Usable+1 {
+		t.Fatalf("after raising the reserve: %+v", st)
 	}
 }
 
