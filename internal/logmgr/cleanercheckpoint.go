@@ -91,7 +91,7 @@ func (m *Manager) writeCleanerCheckpointLocked(dir string) error {
 	for i, tp := range tps {
 		lines[i] = fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, m.cleaner.points[tp])
 	}
-	if err := vfs.WriteCheckpoint(m.o.FS, filepath.Join(dir, CleanerCheckpoint), checkpointVersion, lines); err != nil {
+	if err := vfs.WriteCheckpoint(m.fs, filepath.Join(dir, CleanerCheckpoint), checkpointVersion, lines); err != nil {
 		return fmt.Errorf("write %s in %s: %w", CleanerCheckpoint, dir, err)
 	}
 	return nil
