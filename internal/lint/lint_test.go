@@ -76,7 +76,7 @@ var mayImport = map[string][]string{
 	// The composition root, and what starts it.
 	"internal/broker": {"admin", "admin/source", "api", "cleaner", "clock", "config", "controller", "group", "log",
 		"logdirs", "logmgr", "record", "replica", "server", "topicpart", "vfs"},
-	"internal/broker/brokertest": {"broker"},
+	"internal/broker/brokertest": {"broker", "vfs"}, // StartOn runs a broker on any vfs.FS
 	"cmd/gregor":                 {"admin", "broker", "cleaner", "config", "controller", "logdirs", "record", "vfs"},
 
 	// Test support: imported only by tests.
