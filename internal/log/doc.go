@@ -9,7 +9,11 @@
 //   - last stable offset: min(first offset of an open transaction, HW),
 //     never below the log start offset (DeleteRecords may pass an open
 //     transaction's first offset; Kafka then raises the LSO with it);
-//   - high watermark: a slot the partition layer drives (SetHighWatermark);
+//   - high watermark: a slot the partition layer drives. A leader raises it
+//     with MaybeIncrementHighWatermark, which never lowers it (concurrent
+//     advances may arrive out of order); SetHighWatermark sets it outright
+//     (loading, a follower); both clamp it to [log start, LEO] under Log.mu,
+//     as retention and DeleteRecords move the log start offset under it;
 //   - log end offset: the offset the next record gets.
 //
 // Offsets are assigned once by Append and never reused: truncation (a

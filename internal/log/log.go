@@ -174,19 +174,41 @@ func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
 // partition layer drives it with SetHighWatermark.
 func (l *Log) HighWatermark() int64 { return l.hw.Load() }
 
-// SetHighWatermark moves the high watermark, clamped to [log start, LEO].
-// It takes l.mu so that a log start offset moved meanwhile by retention or
-// DeleteRecords cannot end up above the high watermark.
+// SetHighWatermark sets the high watermark, clamped to [log start, LEO],
+// even below its current value: for loading a log and for a follower, which
+// takes its leader's word (Kafka's updateHighWatermark). A leader advances it
+// with MaybeIncrementHighWatermark. It takes l.mu so that a log start offset
+// moved meanwhile by retention or DeleteRecords cannot end up above the high
+// watermark.
 func (l *Log) SetHighWatermark(hw int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if leo := l.leo.Load(); hw > leo {
-		hw = leo
+	l.hw.Store(l.clampHWLocked(hw))
+}
+
+// MaybeIncrementHighWatermark raises the high watermark to hw, clamped to
+// [log start, LEO], if that is above its current value, and reports whether
+// it moved (Kafka's maybeIncrementHighWatermark). Callers that computed hw
+// concurrently may call it in any order: the high watermark only rises, so
+// a late caller with an older hw cannot take back offsets already
+// acknowledged or served.
+func (l *Log) MaybeIncrementHighWatermark(hw int64) bool {
+	if hw <= l.hw.Load() {
+		return false // the common case of many acknowledgements of one sync
 	}
-	if ls := l.logStart.Load(); hw < ls {
-		hw = ls
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	hw = l.clampHWLocked(hw)
+	if hw <= l.hw.Load() {
+		return false
 	}
 	l.hw.Store(hw)
+	return true
+}
+
+// clampHWLocked bounds a high watermark to [log start, LEO]. l.mu is held.
+func (l *Log) clampHWLocked(hw int64) int64 {
+	return max(min(hw, l.leo.Load()), l.logStart.Load())
 }
 
 // RecoveryPoint is the offset below which everything is fsynced: the log's

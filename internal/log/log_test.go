@@ -269,3 +269,48 @@ func TestTruncateTo(t *testing.T) {
 		t.Fatalf("append after truncate: %+v %v", res, err)
 	}
 }
+
+// A leader's high watermark only rises: an advance computed earlier and
+// applied later is ignored, targets are clamped to [log start, LEO], and
+// DeleteRecords or retention moving the log start offset keep it at or
+// above the log start offset.
+func TestMaybeIncrementHighWatermark(t *testing.T) {
+	clk := clock.NewFake(t0)
+	cfg := smallConfig()
+	cfg.FileDeleteDelayMs = 0
+	l := openTest(t, vfs.NewMem(), clk, cfg, false)
+	for range 30 {
+		mustAppend(t, l, testBatch(t, 3, clk.Now().UnixMilli(), "k"), 0)
+	}
+	leo := l.LogEndOffset()
+	steps := []struct {
+		to    int64
+		moved bool
+		want  int64
+	}{
+		{to: 10, moved: true, want: 10},
+		{to: 7, moved: false, want: 10},  // an older target applied late
+		{to: 10, moved: false, want: 10}, // the same one twice
+		{to: leo + 50, moved: true, want: leo},
+		{to: leo - 1, moved: false, want: leo},
+	}
+	for _, s := range steps {
+		if moved := l.MaybeIncrementHighWatermark(s.to); moved != s.moved || l.HighWatermark() != s.want {
+			t.Fatalf("MaybeIncrementHighWatermark(%d): moved %v, high watermark %d; want %v, %d",
+				s.to, moved, l.HighWatermark(), s.moved, s.want)
+		}
+	}
+	if _, err := l.IncrementLogStartOffset(leo - 3); err != nil {
+		t.Fatal(err)
+	}
+	if l.MaybeIncrementHighWatermark(5) || l.HighWatermark() != leo || l.LogStartOffset() > l.HighWatermark() {
+		t.Fatalf("after DeleteRecords: log start %d, high watermark %d, LEO %d", l.LogStartOffset(), l.HighWatermark(), leo)
+	}
+
+	// A follower or a restart may set it lower: SetHighWatermark still
+	// does, clamped to the log start offset.
+	l.SetHighWatermark(0)
+	if l.HighWatermark() != l.LogStartOffset() {
+		t.Fatalf("SetHighWatermark(0): high watermark %d, log start %d", l.HighWatermark(), l.LogStartOffset())
+	}
+}

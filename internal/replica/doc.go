@@ -24,6 +24,12 @@
 // which clients retry with backoff, and nothing is written. Coordinator
 // appends (group offsets) are not held to the reserve: it is kept for them.
 //
+// The high watermark never moves back on a leader: every completed fsync
+// advances it from the recovery point it read, concurrently with the others,
+// and log.MaybeIncrementHighWatermark applies only a rise, so an advance that
+// read before a later sync finished cannot take back what that sync's
+// acknowledgements and fetches already exposed.
+//
 // Delayed operations: a long-poll fetch registers a waiter on each partition
 // it reads and sleeps until any high watermark moves, its max wait passes or
 // its context ends; nothing spins and no goroutine is started per request.

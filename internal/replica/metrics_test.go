@@ -20,6 +20,12 @@ import (
 
 func newTestManager(t testing.TB, cfg log.Config) *Manager {
 	t.Helper()
+	return newTestManagerFsync(t, cfg, false)
+}
+
+// newTestManagerFsync is newTestManager with gregor.ack.fsync set as given.
+func newTestManagerFsync(t testing.TB, cfg log.Config, ackFsync bool) *Manager {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	logs, err := logmgr.Open(logmgr.Options{FS: vfs.NewMem(), Clock: clock.Real{}, Dirs: []string{"/d"},
 		ConfigFor: func(string) log.Config { return cfg }, Logger: logger})
@@ -27,7 +33,7 @@ func newTestManager(t testing.TB, cfg log.Config) *Manager {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = logs.Close() })
-	return New(logs, false, logger)
+	return New(logs, ackFsync, logger)
 }
 
 func batchOf(t testing.TB, n, valueSize int) []byte {

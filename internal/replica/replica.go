@@ -228,14 +228,16 @@ func (m *Manager) Partitions() []*Partition {
 	return out
 }
 
-// advanceHW moves the high watermark to what the ISR (this broker) holds.
+// advanceHW moves the high watermark up to what the ISR (this broker) holds.
+// Every completed sync calls it, concurrently: the target read here may be
+// older than one another caller has already applied, so the log only ever
+// raises the high watermark (it never moves back on a leader).
 func (m *Manager) advanceHW(p *Partition) {
 	target := p.Log.LogEndOffset()
 	if m.ackFsync {
 		target = p.Log.RecoveryPoint()
 	}
-	if target > p.Log.HighWatermark() {
-		p.Log.SetHighWatermark(target)
+	if p.Log.MaybeIncrementHighWatermark(target) {
 		p.notify()
 	}
 }
