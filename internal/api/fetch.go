@@ -140,7 +140,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		if waiter == nil {
 			// Register before re-reading so no append between the read and
 			// the wait goes unnoticed.
-			waiter = replica.NewWaiter(hosted)
+			waiter = h.d.Replicas.NewWaiter(hosted)
 			continue
 		}
 		expired, timer := clock.NewTimer(h.d.Clock, deadline.Sub(h.d.Clock.Now()))

@@ -273,3 +273,40 @@ func (f *logAPI) fetchRequestsServed() float64 {
 	}
 	return total
 }
+
+// A long poll on a busy and an idle partition, woken by every produce to
+// the busy one, holds one registration per partition while it waits and
+// none once answered (the Fetch purgatory gauges).
+func TestLongPollHoldsOneRegistrationPerPartition(t *testing.T) {
+	f := newLogAPI(t)
+	f.createTopic("mixed", 2, nil)
+	req := f.fetchRequest("mixed", []int64{0, 0}, 4<<20, 64<<20)
+	req.MinBytes, req.MaxWaitMillis = 200<<10, 20_000
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.cl.SeedBrokers()[0].Request(f.ctx, req)
+		done <- err
+	}()
+	waiters := func() (int, int) { return f.b.Replicas().FetchWaiters() }
+	deadline := time.Now().Add(5 * time.Second)
+	for fetches, _ := waiters(); fetches == 0; fetches, _ = waiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("the fetch never started waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 50 {
+		f.produceSized("mixed", 0, 2<<10) // wakes the fetch, which waits again
+		if fetches, regs := waiters(); fetches > 1 || regs > 2 {
+			t.Fatalf("after %d wake-ups: %d fetches waiting with %d partition registrations, want 1 with 2",
+				i+1, fetches, regs)
+		}
+	}
+	f.produceSized("mixed", 0, 200<<10)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if fetches, regs := waiters(); fetches != 0 || regs != 0 {
+		t.Fatalf("answered fetch left %d fetches and %d registrations waiting", fetches, regs)
+	}
+}

@@ -33,6 +33,10 @@
 // Delayed operations: a long-poll fetch registers a waiter on each partition
 // it reads and sleeps until any high watermark moves, its max wait passes or
 // its context ends; nothing spins and no goroutine is started per request.
+// A waiter stays registered, once per partition, from NewWaiter until Done,
+// however often it is woken, so a fetch on busy and idle partitions holds
+// exactly one entry on each; FetchWaiters counts them (the Fetch purgatory
+// gauges).
 //
 // Replication state: ReplicaState gives a partition's leadership, replica
 // set and ISR sizes and min.insync.replicas; its UnderMinISR is both the
@@ -49,5 +53,6 @@
 // are timed into kafka_log_logflushstats_logflushrateandtimems.
 //
 // Concurrency: the partition map is guarded by mu; each Partition's waiters
-// by its own mutex; logs are safe for concurrent use.
+// by its own mutex (notify signals under it and never blocks); logs are safe
+// for concurrent use.
 package replica

@@ -198,8 +198,20 @@ func (m *Manager) TopicMetrics() *TopicMetrics {
 	return m.metrics
 }
 
+// The Fetch purgatory gauges, read at scrape time (Kafka's
+// kafka.server:type=DelayedOperationPurgatory,delayedOperation=Fetch).
+var (
+	purgatoryLabels   = prometheus.Labels{"delayedOperation": "Fetch"}
+	descPurgatorySize = prometheus.NewDesc("kafka_server_delayedoperationpurgatory_purgatorysize",
+		"Partition registrations of the long-poll fetches waiting (PurgatorySize): a fetch counts once per partition it waits on.",
+		nil, purgatoryLabels)
+	descDelayedFetches = prometheus.NewDesc("kafka_server_delayedoperationpurgatory_numdelayedoperations",
+		"Long-poll fetches waiting for data (NumDelayedOperations).", nil, purgatoryLabels)
+)
+
 // Collector returns the replica manager's Prometheus metrics: the
-// BrokerTopicMetrics counters and the log flush histogram.
+// BrokerTopicMetrics counters, the log flush histogram and the Fetch
+// purgatory gauges.
 func (m *Manager) Collector() prometheus.Collector { return (*collector)(m) }
 
 type collector Manager
@@ -207,11 +219,16 @@ type collector Manager
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	c.metrics.describe(ch)
 	c.flushTime.Describe(ch)
+	ch <- descPurgatorySize
+	ch <- descDelayedFetches
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.metrics.collect(ch)
 	c.flushTime.Collect(ch)
+	fetches, regs := (*Manager)(c).FetchWaiters()
+	ch <- prometheus.MustNewConstMetric(descPurgatorySize, prometheus.GaugeValue, float64(regs))
+	ch <- prometheus.MustNewConstMetric(descDelayedFetches, prometheus.GaugeValue, float64(fetches))
 }
 
 // count adds n to counter i of p's topic and of all topics.

@@ -35,8 +35,9 @@ type Partition struct {
 	// reserve admits client appends.
 	dir *logmgr.LogDir
 
-	mu      sync.Mutex
-	waiters []chan struct{}
+	mu sync.Mutex
+	// waiters are the long-poll fetches registered on p (Waiter).
+	waiters map[*Waiter]struct{}
 	// minISR is min.insync.replicas for the topic.
 	minISR int32
 	// leader, replicas and isr are the replication state: whether this
@@ -47,33 +48,15 @@ type Partition struct {
 	syncPending bool
 }
 
-// notify wakes every waiting fetch.
+// notify wakes every fetch waiting on p. The sends never block (a waiter
+// keeps at most one pending wake-up), so they are made under p.mu.
 func (p *Partition) notify() {
 	p.mu.Lock()
-	ws := p.waiters
-	p.waiters = nil
-	p.mu.Unlock()
-	for _, w := range ws {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
-}
-
-func (p *Partition) addWaiter(w chan struct{}) {
-	p.mu.Lock()
-	p.waiters = append(p.waiters, w)
-	p.mu.Unlock()
-}
-
-func (p *Partition) removeWaiter(w chan struct{}) {
-	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i, x := range p.waiters {
-		if x == w {
-			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
-			return
+	for w := range p.waiters {
+		select {
+		case w.ch <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -130,6 +113,8 @@ type Manager struct {
 	parts map[topicpart.TopicPartition]*Partition
 
 	closing atomic.Bool
+	// waiting counts the long-poll fetches between NewWaiter and Done.
+	waiting atomic.Int64
 
 	metrics   *TopicMetrics
 	flushTime prometheus.Histogram
@@ -371,28 +356,37 @@ func (m *Manager) syncAsync(p *Partition) {
 }
 
 // Waiter lets a long-poll fetch sleep until one of its partitions' high
-// watermarks moves.
+// watermarks moves. It is registered on each partition once, from NewWaiter
+// to Done: a wake-up leaves every registration in place (notify signals, it
+// does not unregister), so a fetch woken again and again by one busy
+// partition holds one entry on each idle one, not one more per wake-up.
 type Waiter struct {
+	m     *Manager
 	ch    chan struct{}
 	parts []*Partition
 }
 
 // NewWaiter registers a waiter on parts. Call Done when finished.
-func NewWaiter(parts []*Partition) *Waiter {
-	w := &Waiter{ch: make(chan struct{}, 1), parts: parts}
+func (m *Manager) NewWaiter(parts []*Partition) *Waiter {
+	w := &Waiter{m: m, ch: make(chan struct{}, 1), parts: parts}
 	for _, p := range parts {
-		p.addWaiter(w.ch)
+		p.mu.Lock()
+		if p.waiters == nil {
+			p.waiters = make(map[*Waiter]struct{})
+		}
+		p.waiters[w] = struct{}{}
+		p.mu.Unlock()
 	}
+	m.waiting.Add(1)
 	return w
 }
 
-// Wait returns true when woken, false on timeout or context end.
+// Wait returns true when woken, false on timeout or context end. A wake-up
+// that came while the fetch was not waiting is kept (one), so an append
+// between a fetch's read and its Wait is never missed.
 func (w *Waiter) Wait(ctx context.Context, timer <-chan time.Time) bool {
 	select {
 	case <-w.ch:
-		for _, p := range w.parts {
-			p.addWaiter(w.ch) // re-arm: notify removed us
-		}
 		return true
 	case <-timer:
 		return false
@@ -401,11 +395,27 @@ func (w *Waiter) Wait(ctx context.Context, timer <-chan time.Time) bool {
 	}
 }
 
-// Done unregisters the waiter.
+// Done unregisters the waiter from every partition.
 func (w *Waiter) Done() {
 	for _, p := range w.parts {
-		p.removeWaiter(w.ch)
+		p.mu.Lock()
+		delete(p.waiters, w)
+		p.mu.Unlock()
 	}
+	w.m.waiting.Add(-1)
+}
+
+// FetchWaiters reports the long-poll fetches waiting now (Kafka's
+// NumDelayedOperations for the Fetch purgatory) and the partition
+// registrations they hold (its PurgatorySize: a fetch counts once per
+// partition it waits on).
+func (m *Manager) FetchWaiters() (fetches, registrations int) {
+	for _, p := range m.Partitions() {
+		p.mu.Lock()
+		registrations += len(p.waiters)
+		p.mu.Unlock()
+	}
+	return int(m.waiting.Load()), registrations
 }
 
 // writePartitionMetadata writes Kafka's partition.metadata ("version: 0",
