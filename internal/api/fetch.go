@@ -24,7 +24,10 @@ import (
 // response, PartitionMaxBytes per partition, and the first batch of the first
 // non-empty partition is returned whole even if it is larger.
 // Incremental fetch sessions (KIP-227, v7+) are served from the broker's
-// session cache (max.incremental.fetch.session.cache.slots). Record sets of
+// session cache (max.incremental.fetch.session.cache.slots), which evicts by
+// KIP-227's rules (replica.SessionCache): a full fetch asking for a session
+// when none may be evicted is answered without one (session id 0), as Kafka
+// does. A follower's session is privileged. Record sets of
 // 16 KiB and more are read into pooled buffers and written from there by the
 // server without another copy (fetch_buffers.go).
 func init() { register(kmsg.Fetch.Int16(), 4, 18, handleFetch) }
@@ -90,6 +93,9 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 			}
 		}
 		reqParts = session.Partitions()
+		if incremental {
+			h.d.Sessions.Touch(session)
+		}
 	}
 
 	parts := make([]fetchPart, len(reqParts))
@@ -153,24 +159,35 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 	}
 }
 
-// fetchSession applies KIP-227's session rules to the request.
+// isFollower reports whether a replica (not a consumer) sent req.
+func isFollower(req *kmsg.FetchRequest) bool { return req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 }
+
+// fetchSession applies KIP-227's session rules to the request; a new
+// session the cache has no room for leaves the fetch sessionless.
 func (h *Handler) fetchSession(req *kmsg.FetchRequest) (*replica.Session, bool, *kerr.Error) {
 	const finalEpoch = -1
 	if req.Version < 7 || h.d.Sessions == nil {
 		return nil, false, nil
 	}
 	id, epoch := req.SessionID, req.SessionEpoch
+	create := func() *replica.Session {
+		size := 0
+		for _, t := range req.Topics {
+			size += len(t.Partitions)
+		}
+		return h.d.Sessions.Create(isFollower(req), size)
+	}
 	switch {
 	case id == 0 && epoch == finalEpoch:
 		return nil, false, nil // sessionless full fetch
 	case id == 0 && epoch == 0:
-		return h.d.Sessions.Create(), false, nil
+		return create(), false, nil
 	case epoch == finalEpoch:
 		h.d.Sessions.Remove(id)
 		return nil, false, nil
 	case epoch == 0:
 		h.d.Sessions.Remove(id)
-		return h.d.Sessions.Create(), false, nil
+		return create(), false, nil
 	case id == 0:
 		return nil, false, kerr.InvalidFetchSessionEpoch
 	}
@@ -210,7 +227,7 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, parts []fetchPart, bufs *fet
 	}
 	total, anyErr := 0, false
 	minOne := true
-	follower := req.ReplicaID >= 0 || req.ReplicaState.ID >= 0
+	follower := isFollower(req)
 	for i, fp := range parts {
 		res := &out[i]
 		res.hw, res.lso, res.logStart = -1, -1, -1

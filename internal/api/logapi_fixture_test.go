@@ -29,9 +29,15 @@ type logAPI struct {
 
 func newLogAPI(t *testing.T) *logAPI {
 	t.Helper()
+	return newLogAPIWith(t, nil)
+}
+
+// newLogAPIWith is newLogAPI with broker config overrides.
+func newLogAPIWith(t *testing.T, overrides map[string]string) *logAPI {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	t.Cleanup(cancel)
-	f := &logAPI{t: t, ctx: ctx, b: brokertest.Start(t, nil)}
+	f := &logAPI{t: t, ctx: ctx, b: brokertest.Start(t, overrides)}
 	f.cl = f.b.Client()
 	return f
 }

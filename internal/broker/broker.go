@@ -52,6 +52,7 @@ type Broker struct {
 	logs     *logmgr.Manager
 	cleaner  *cleaner.Cleaner
 	replicas *replica.Manager
+	sessions *replica.SessionCache
 	groups   *group.Coordinator
 	srv      *server.Server
 	adm      *admin.Admin
@@ -199,9 +200,10 @@ func (b *Broker) Start() error {
 		return err
 	}
 	b.advHost, b.advPort = adv.Host, int32(adv.Port)
+	b.sessions = replica.NewSessionCache(int(cfg.Int("max.incremental.fetch.session.cache.slots")), b.o.Clock.Now)
 	handler := api.New(api.Deps{
 		NodeID: cfg.NodeID(), Controller: b.ctrl, Replicas: b.replicas, Logs: b.logs,
-		Sessions:    replica.NewSessionCache(int(cfg.Int("max.incremental.fetch.session.cache.slots")), b.o.Clock.Now),
+		Sessions:    b.sessions,
 		Config:      b.Config,
 		Advertised:  func() (string, int32) { return b.advHost, b.advPort },
 		ProducerIDs: b.nextProducerID,
