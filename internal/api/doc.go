@@ -5,11 +5,11 @@
 // group) and encodes the kmsg response. The package keeps no state of its
 // own: fetch sessions live in replica, producer ids in the controller,
 // consumer groups and committed offsets in group (group_common.go holds the
-// helpers of the group coordinator APIs). The one thing it holds is a
-// bounded pool of buffers (fetch_buffers.go): Fetch reads large record sets
-// into them and answers with a server.BulkResponse, which the server writes
-// from those buffers with one vectored write and then releases, so record
-// bytes are never cleared, copied by kmsg or left to the garbage collector.
+// helpers of the group coordinator APIs). Fetch does not read large record
+// sets at all (fetch_bulk.go): it answers with a server.BulkResponse that
+// names where in its segment file each one lies, and the server reads them
+// through a bounded buffer while it writes the response, so a fetch's memory
+// does not grow with what it asks for.
 //
 // ApiVersions advertises exactly the keys registered here with their ranges;
 // the server closes connections that use anything else.

@@ -1,13 +1,16 @@
 package api
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -20,16 +23,23 @@ import (
 // OFFSET_OUT_OF_RANGE; offsets between the high watermark and the log end
 // offset return no records. Long poll: when fewer than MinBytes are
 // available the request waits up to MaxWaitMillis for any of its partitions'
-// high watermark to move. Byte limits follow KIP-74: MaxBytes for the whole
-// response, PartitionMaxBytes per partition, and the first batch of the first
-// non-empty partition is returned whole even if it is larger.
+// high watermark to move. Byte limits follow KIP-74 and Kafka's
+// ReplicaManager: min(MaxBytes, fetch.max.bytes) for the whole response
+// (followers too: replica.fetch.response.max.bytes is what a follower asks
+// for, not a limit on the leader), PartitionMaxBytes per partition, whole
+// batches only, and the first batch of the first non-empty partition is
+// returned whole even if it is larger; a long poll waits for at most
+// min(MinBytes, that limit).
 // Incremental fetch sessions (KIP-227, v7+) are served from the broker's
 // session cache (max.incremental.fetch.session.cache.slots), which evicts by
 // KIP-227's rules (replica.SessionCache): a full fetch asking for a session
 // when none may be evicted is answered without one (session id 0), as Kafka
-// does. A follower's session is privileged. Record sets of
-// 16 KiB and more are read into pooled buffers and written from there by the
-// server without another copy (fetch_buffers.go).
+// does. A follower's session is privileged. Record sets of 16 KiB and more
+// are not read here: the response carries where they lie in their segment
+// files and the server reads them while it writes it (fetch_bulk.go), so a
+// fetch asking for 2 GiB costs the memory of one asking for 1 MiB. Bytes a
+// segment file can no longer give (a disk error while the response is
+// written) close the connection, as a failed sendfile does in Kafka.
 func init() { register(kmsg.Fetch.Int16(), 4, 18, handleFetch) }
 
 // fetchPart is one partition to read.
@@ -121,6 +131,11 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		parts[i] = fp
 	}
 
+	// Kafka's limits: the response carries at most fetch.max.bytes whatever
+	// the request asks (the first batch excepted, KIP-74), and a long poll
+	// waits for no more than that.
+	maxBytes := min(req.MaxBytes, h.d.Config().Int("fetch.max.bytes"))
+	minBytes := int(min(req.MinBytes, maxBytes))
 	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	deadline := h.d.Clock.Now().Add(maxWait)
 	var waiter *replica.Waiter
@@ -129,19 +144,17 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 			waiter.Done()
 		}
 	}()
-	var bufs fetchBuffers
 	for {
-		bufs.release() // a read after a wait replaces what the last one returned
-		out, bytes, anyErr := h.readFetch(req, parts, &bufs)
-		done := bytes >= int(req.MinBytes) || anyErr || maxWait <= 0 || len(hosted) == 0 ||
+		out, bytes, anyErr := h.readFetch(req, maxBytes, parts)
+		done := bytes >= minBytes || anyErr || maxWait <= 0 || len(hosted) == 0 ||
 			!h.d.Clock.Now().Before(deadline) || h.d.Replicas.Closing()
 		if done {
-			h.finishFetch(resp, req, parts, out, incremental)
+			bodies := h.finishFetch(resp, req, parts, out, incremental)
 			if incremental {
 				// A new session already expects epoch 1 (KIP-227).
 				session.Epoch++
 			}
-			return bulkOrPlain(resp, bufs), nil
+			return bulkOrPlain(resp, bodies), nil
 		}
 		if waiter == nil {
 			// Register before re-reading so no append between the read and
@@ -153,8 +166,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		waiter.Wait(ctx, expired)
 		timer.Stop()
 		if ctx.Err() != nil {
-			h.finishFetch(resp, req, parts, out, incremental)
-			return bulkOrPlain(resp, bufs), nil
+			return bulkOrPlain(resp, h.finishFetch(resp, req, parts, out, incremental)), nil
 		}
 	}
 }
@@ -205,27 +217,29 @@ func (h *Handler) fetchSession(req *kmsg.FetchRequest) (*replica.Session, bool, 
 type fetchResult struct {
 	err               error
 	hw, lso, logStart int64
-	records           []byte
+	// records are a small record set read at once; body a large one, to be
+	// read while the response is written; size is the bytes of either.
+	records []byte
+	body    log.Span
+	size    int
 }
 
-// bulkOrPlain is the response to send: one written from bufs when the
-// records were read into pooled buffers.
-func bulkOrPlain(resp *kmsg.FetchResponse, bufs fetchBuffers) kmsg.Response {
-	if len(bufs.bufs) == 0 {
+// bulkOrPlain is the response to send: one that reads bodies while it is
+// written when there are any.
+func bulkOrPlain(resp *kmsg.FetchResponse, bodies []log.Span) kmsg.Response {
+	if len(bodies) == 0 {
 		return resp
 	}
-	return &bulkFetchResponse{FetchResponse: resp, bufs: bufs}
+	return &bulkFetchResponse{FetchResponse: resp, bodies: bodies}
 }
 
-// readFetch reads every partition once within the byte limits; large reads
-// go into buffers from bufs.
-func (h *Handler) readFetch(req *kmsg.FetchRequest, parts []fetchPart, bufs *fetchBuffers) ([]fetchResult, int, bool) {
+// readFetch locates every partition's records within the byte limits
+// (maxBytes for the response, each partition's own) and reads the small
+// ones.
+func (h *Handler) readFetch(req *kmsg.FetchRequest, maxBytes int32, parts []fetchPart) ([]fetchResult, int, bool) {
 	out := make([]fetchResult, len(parts))
-	remaining := int(req.MaxBytes)
-	if remaining <= 0 {
-		remaining = 1
-	}
-	total, anyErr := 0, false
+	remaining := max(int(maxBytes), 1)
+	total, eager, anyErr := 0, 0, false
 	minOne := true
 	follower := isFollower(req)
 	for i, fp := range parts {
@@ -250,32 +264,39 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, parts []fetchPart, bufs *fet
 			continue
 		}
 		span, err := l.Locate(fp.sp.FetchOffset, max(limit, 0), bound, minOne)
-		var data []byte
 		if err == nil {
-			data, err = span.AppendTo(bufs.get(span.Size()))
+			if span.Size() < bulkMinBytes && eager+span.Size() <= eagerMaxBytes {
+				res.records, err = span.AppendTo(nil)
+				res.size = len(res.records)
+				eager += res.size
+			} else if res.body, err = span.Whole(); err == nil {
+				res.size = res.body.Size()
+			}
 		}
 		if err != nil {
 			res.err, anyErr = err, true
+			res.records, res.body, res.size = nil, log.Span{}, 0
 			continue
 		}
-		if len(data) > 0 {
+		if res.size > 0 {
 			minOne = false
-			remaining -= len(data)
-			total += len(data)
-			res.records = data
+			remaining -= res.size
+			total += res.size
 		}
 	}
 	return out, total, anyErr
 }
 
 // finishFetch encodes the results; incremental sessions leave out partitions
-// with nothing new.
-func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, parts []fetchPart, out []fetchResult, incremental bool) {
+// with nothing new. It returns the record sets to read while the response
+// is written, in the order kmsg encodes their partitions.
+func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, parts []fetchPart, out []fetchResult, incremental bool) []log.Span {
 	byID := req.Version >= 13
 	consumer := req.ReplicaID < 0 && req.ReplicaState.ID < 0
 	tm := h.d.Replicas.TopicMetrics()
 	stats, statsOf := tm.Topic(""), ""
 	topicIdx := map[replica.SessionKey]int{}
+	var bodies []encodedBody
 	for i, fp := range parts {
 		res := out[i]
 		sp := fp.sp
@@ -284,10 +305,10 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 		}
 		bytesOut := 0
 		if consumer {
-			bytesOut = len(res.records)
+			bytesOut = res.size
 		}
 		stats.Fetch(bytesOut, res.err != nil)
-		changed := res.err != nil || len(res.records) > 0 || res.hw != sp.SentHighWatermark ||
+		changed := res.err != nil || res.size > 0 || res.hw != sp.SentHighWatermark ||
 			res.lso != sp.SentLastStable || res.logStart != sp.SentLogStart
 		if incremental && !changed {
 			continue
@@ -318,9 +339,31 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 		}
 		// An empty record set, never null: librdkafka rejects a null one.
 		p.RecordBatches = res.records
-		if p.RecordBatches == nil {
+		switch {
+		case res.body.Size() > 0:
+			p.RecordBatches = recordsMarker
+			bodies = append(bodies, encodedBody{ti, len(resp.Topics[ti].Partitions), res.body})
+		case p.RecordBatches == nil:
 			p.RecordBatches = []byte{}
 		}
 		resp.Topics[ti].Partitions = append(resp.Topics[ti].Partitions, p)
 	}
+	if len(bodies) == 0 {
+		return nil
+	}
+	// A session's partitions of one topic need not be adjacent; kmsg writes
+	// them topic by topic.
+	slices.SortFunc(bodies, func(a, b encodedBody) int { return cmp.Or(a.topic-b.topic, a.part-b.part) })
+	spans := make([]log.Span, len(bodies))
+	for i, b := range bodies {
+		spans[i] = b.span
+	}
+	return spans
+}
+
+// encodedBody is a record set to read while the response is written, with
+// where its partition is in the response.
+type encodedBody struct {
+	topic, part int
+	span        log.Span
 }

@@ -220,8 +220,13 @@
 // lock. Read is Locate (which batch, which segment, how many bytes at most)
 // then Span.AppendTo (one positioned read into the caller's buffer, grown
 // only if it lacks room, never cleared), so a caller can size or pool the
-// buffer first. Segments removed while a reader may still hold them are
-// renamed and closed only after file.delete.delay.ms. syncMu serialises fsyncs and is
-// taken before Log.mu, never after; Close and TruncateTo take both, so no
+// buffer first. Span.Whole cuts a span to exactly the whole batches below
+// its bound without reading them (batch headers from the last offset index
+// entry before its end: a few KiB), and Span.ReadAt reads it in pieces, so a
+// fetch response can be written from the file long after Locate: bytes below
+// a published size never change while the segment is live (TruncateTo, a
+// follower's, is the exception). Segments removed while a reader may still
+// hold them are renamed and closed only after file.delete.delay.ms. syncMu
+// serialises fsyncs and is taken before Log.mu, never after; Close and TruncateTo take both, so no
 // append slips between Close's final sync and its closing the files.
 package log

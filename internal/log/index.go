@@ -280,6 +280,7 @@ func (x *index) eachEntry(fn func(i int, e []byte) error) error {
 const indexScanChunk = 64 << 10
 
 func relOffsetKey(b []byte) int64  { return int64(int32(binary.BigEndian.Uint32(b))) }
+func positionKey(b []byte) int64   { return int64(binary.BigEndian.Uint32(b[4:])) }
 func timestampKey(b []byte) int64  { return int64(binary.BigEndian.Uint64(b)) }
 func timeOffsetKey(b []byte) int64 { return relOffsetKey(b[8:]) }
 
@@ -305,6 +306,19 @@ func (x *offsetIndex) lookup(target int64) (int64, int64) {
 		return x.base, 0
 	}
 	return x.base + relOffsetKey(e[:]), int64(binary.BigEndian.Uint32(e[4:]))
+}
+
+// lookupPosition returns the entry with the largest position <= pos, if
+// there is one and the index can be read.
+func (x *offsetIndex) lookupPosition(pos int64) (int64, int64, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var e entry
+	i, err := x.findLocked(pos, positionKey, &e)
+	if err != nil || i < 0 {
+		return 0, 0, false
+	}
+	return x.base + relOffsetKey(e[:]), positionKey(e[:]), true
 }
 
 func (x *offsetIndex) lastOffset() int64 {

@@ -493,6 +493,32 @@ func (mt *modelTest) read(t *rapid.T) {
 		t.Fatalf("read(offset %d, maxBytes %d, maxOffset %d, minOneBatch %v): %d bytes, model %d (segments %v)",
 			offset, maxBytes, maxOffset, minOne, len(got), len(want), bases)
 	}
+	// The same read, located and cut to whole batches without reading them,
+	// then read piece by piece, as a fetch response is written.
+	sp, err := mt.l.Locate(offset, maxBytes, maxOffset, minOne)
+	if err != nil {
+		t.Fatalf("locate(%d, %d, %d, %v): %v", offset, maxBytes, maxOffset, minOne, err)
+	}
+	if sp, err = sp.Whole(); err != nil {
+		t.Fatalf("whole: %v", err)
+	}
+	if sp.Size() != len(want) {
+		t.Fatalf("locate+whole(offset %d, maxBytes %d, maxOffset %d, minOneBatch %v): %d bytes, model %d",
+			offset, maxBytes, maxOffset, minOne, sp.Size(), len(want))
+	}
+	piece := rapid.IntRange(1, 5000).Draw(t, "piece")
+	buf := make([]byte, piece)
+	var read []byte
+	for len(read) < sp.Size() {
+		n, err := sp.ReadAt(buf, int64(len(read)))
+		read = append(read, buf[:n]...)
+		if err != nil && len(read) < sp.Size() {
+			t.Fatalf("ReadAt at %d: %v", len(read), err)
+		}
+	}
+	if !bytes.Equal(read, want) {
+		t.Fatalf("locate+whole read in %d-byte pieces differs from the model", piece)
+	}
 }
 
 func (mt *modelTest) truncate(t *rapid.T) {

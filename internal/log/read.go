@@ -3,6 +3,7 @@ package log
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 
@@ -41,6 +42,8 @@ type Span struct {
 	pos       int64
 	size      int
 	maxOffset int64
+	// whole: the span is known to hold only whole batches below maxOffset.
+	whole bool
 }
 
 // Size is the number of bytes AppendTo reads; it returns at most that many.
@@ -82,16 +85,19 @@ func (l *Log) Locate(offset int64, maxBytes int, maxOffset int64, minOneBatch bo
 			return Span{}, nil // the batch holding maxOffset is never returned
 		}
 		want := size - start.pos
+		// The rest of a segment that a later one follows at or below
+		// maxOffset is whole batches below maxOffset.
+		whole := i+1 < len(segs) && segs[i+1].baseOffset <= maxOffset
 		if want > int64(maxBytes) {
-			want = max(int64(maxBytes), 0)
+			want, whole = max(int64(maxBytes), 0), false
 			if want < int64(start.hdr.Size()) {
 				if !minOneBatch {
 					return Span{}, nil
 				}
-				want = int64(start.hdr.Size())
+				want, whole = int64(start.hdr.Size()), true
 			}
 		}
-		return Span{seg: s, pos: start.pos, size: int(want), maxOffset: maxOffset}, nil
+		return Span{seg: s, pos: start.pos, size: int(want), maxOffset: maxOffset, whole: whole}, nil
 	}
 	return Span{}, nil
 }
@@ -109,6 +115,60 @@ func (sp Span) AppendTo(dst []byte) ([]byte, error) {
 		return dst[:n], fmt.Errorf("read %s: %w", sp.seg.path(LogSuffix), err)
 	}
 	return dst[:n+batchesBelow(dst[n:], sp.maxOffset)], nil
+}
+
+// Whole returns the span cut to exactly the bytes AppendTo would keep: whole
+// batches, all below the read's bound. It reads no record data, only batch
+// headers from the last offset index entry before the span's end (a few KiB
+// at most, index.interval.bytes apart), so a caller can size a response
+// before reading it and read it later, piece by piece (ReadAt).
+func (sp Span) Whole() (Span, error) {
+	if sp.size == 0 || sp.whole {
+		sp.whole = true
+		return sp, nil
+	}
+	s := sp.seg
+	end := sp.pos + int64(sp.size)
+	// Every batch before the one a found entry points at ends before it
+	// and has smaller offsets: the scan starts at the earlier of the last
+	// entry at or before end and the last one wholly below maxOffset.
+	from := sp.pos
+	if _, p, ok := s.index.lookupPosition(end); ok {
+		_, q := s.index.lookup(sp.maxOffset - 1)
+		from = max(from, min(p, q))
+	}
+	cut := from
+	err := s.scanFrom(from, s.size.Load(), func(bp batchPos) bool {
+		if bp.pos+int64(bp.hdr.Size()) > end || bp.hdr.LastOffset() >= sp.maxOffset {
+			return false
+		}
+		cut = bp.pos + int64(bp.hdr.Size())
+		return true
+	})
+	if err != nil {
+		return Span{}, err
+	}
+	sp.size, sp.whole = int(cut-sp.pos), true
+	return sp, nil
+}
+
+// ReadAt reads len(p) bytes of the span from byte off of it (io.ReaderAt),
+// straight from the segment file; meant for a span from Whole. The segment's
+// bytes below what Locate saw never change, and a removed segment's file
+// stays readable for file.delete.delay.ms.
+func (sp Span) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > int64(sp.size) {
+		return 0, fmt.Errorf("read at %d of a %d-byte span", off, sp.size)
+	}
+	if rest := int64(sp.size) - off; int64(len(p)) > rest {
+		p = p[:rest]
+		n, err := sp.seg.readAt(p, sp.pos+off)
+		if err == nil {
+			err = io.EOF
+		}
+		return n, err
+	}
+	return sp.seg.readAt(p, sp.pos+off)
 }
 
 // batchesBelow is the length of the prefix of b made of complete batches

@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/gregor-broker/gregor/internal/clock"
@@ -65,8 +66,36 @@ func TestLocateAppendToMatchesRead(t *testing.T) {
 					if &got[0] != &stale[0] {
 						t.Fatalf("AppendTo reallocated a buffer with room for Size bytes")
 					}
+					checkWhole(t, sp, want[len("prefix"):])
 				}
 			}
+		}
+	}
+}
+
+// checkWhole checks that sp.Whole() is exactly want, read by ReadAt in
+// pieces of several sizes.
+func checkWhole(t *testing.T, sp Span, want []byte) {
+	t.Helper()
+	w, err := sp.Whole()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Size() != len(want) {
+		t.Fatalf("Whole of a %d-byte span: %d bytes, want %d", sp.Size(), w.Size(), len(want))
+	}
+	for _, piece := range []int{61, 4093} {
+		got := make([]byte, 0, len(want))
+		buf := make([]byte, min(piece, w.Size()+1))
+		for len(got) < w.Size() {
+			n, err := w.ReadAt(buf, int64(len(got)))
+			got = append(got, buf[:n]...)
+			if err != nil && !(errors.Is(err, io.EOF) && len(got) == w.Size()) {
+				t.Fatalf("ReadAt(%d bytes at %d): %v", piece, len(got), err)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Whole span read in %d-byte pieces differs from Read", piece)
 		}
 	}
 }

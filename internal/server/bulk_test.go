@@ -2,33 +2,147 @@ package server
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// testBulk answers as its Response would, with every other run of 7 bytes
-// of the body handed over as bulk data instead of encoded.
+// testBulk answers as its Response would, with every other run of bytes of
+// the body (7 unless run says) handed over as bulk data instead of encoded:
+// as Data, or with bodies as Data and Body in turn.
 type testBulk struct {
 	kmsg.Response
 	released *atomic.Int32
+	bodies   bool
+	run      int
+	failing  bool // Bodies fail after their first piece
 }
 
 func (b *testBulk) AppendBulk(dst []byte) ([]byte, []Splice) {
 	body := b.Response.AppendTo(nil)
+	run := cmp.Or(b.run, 7)
 	var splices []Splice
-	for i := 0; i < len(body); i += 14 {
-		dst = append(dst, body[i:min(i+7, len(body))]...)
-		if i+7 < len(body) {
-			splices = append(splices, Splice{At: len(dst), Data: body[i+7 : min(i+14, len(body))]})
+	for i, k := 0, 0; i < len(body); i, k = i+2*run, k+1 {
+		dst = append(dst, body[i:min(i+run, len(body))]...)
+		if i+run >= len(body) {
+			break
+		}
+		bulk := body[i+run : min(i+2*run, len(body))]
+		switch {
+		case !b.bodies || k%2 == 0:
+			splices = append(splices, Splice{At: len(dst), Data: bulk})
+		case b.failing:
+			splices = append(splices, Splice{At: len(dst), Body: failingBody(len(bulk))})
+		default:
+			splices = append(splices, Splice{At: len(dst), Body: bytesBody(bulk)})
 		}
 	}
 	return dst, splices
 }
 
 func (b *testBulk) Release() { b.released.Add(1) }
+
+// bytesBody is a Body over bytes in memory.
+type bytesBody []byte
+
+func (b bytesBody) Size() int { return len(b) }
+
+func (b bytesBody) ReadAt(p []byte, off int64) (int, error) {
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// failingBody reads zeros for its first piece and fails after.
+type failingBody int
+
+func (f failingBody) Size() int { return int(f) }
+
+func (f failingBody) ReadAt(p []byte, off int64) (int, error) {
+	if off > 0 {
+		return 0, errors.New("injected read failure")
+	}
+	clear(p)
+	return len(p), nil
+}
+
+// bigMetadataRequest asks for topics whose names make a response of 5 MiB:
+// with 1.1 MiB runs, its bulk pieces are Data, then a Body larger than the
+// server's body buffer.
+func bigMetadataRequest() *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	for i := range 180 {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(fmt.Sprintf("%05d-%s", i, strings.Repeat("t", 30000)))
+		req.Topics = append(req.Topics, rt)
+	}
+	return req
+}
+
+// Bodies, read piece by piece while the frame is written (one larger than
+// the server's body buffer among them), reach the client as the same frame
+// AppendTo would make.
+func TestBulkResponseBodiesAreWrittenWhole(t *testing.T) {
+	ts := startServer(t, Config{})
+	c := dial(t, ts.addr)
+	for _, req := range []*kmsg.MetadataRequest{bigMetadataRequest(), kmsg.NewPtrMetadataRequest()} {
+		req.SetVersion(12)
+		var plain []byte
+		for _, id := range []string{"ok", idBulkBody, idBulkLarge} {
+			c.send(req, id)
+			frame, err := c.readFrame(30 * time.Second) // a few MiB, slow under -race
+			if err != nil {
+				t.Fatal(err)
+			}
+			if plain == nil {
+				plain = frame[4:]
+				continue
+			}
+			if !bytes.Equal(frame[4:], plain) {
+				t.Fatalf("%s response (%d bytes) differs from the plain one (%d bytes)", id, len(frame)-4, len(plain))
+			}
+		}
+	}
+}
+
+// A Body that cannot be read closes the connection (its frame size is sent
+// already) and the response is released.
+func TestFailingBodyClosesTheConnection(t *testing.T) {
+	ts := startServer(t, Config{})
+	c := dial(t, ts.addr)
+	c.send(bigMetadataRequest(), idBulkFailing)
+	// The frame's start arrives, then the connection closes before its end.
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c.nc)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("reading until the connection closes: %v", err)
+	}
+	if len(got) < 4 || len(got)-4 >= int(binary.BigEndian.Uint32(got)) {
+		t.Fatalf("read %d bytes of the response before the close, want a truncated frame", len(got))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.h.bulkReleased.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("BulkResponse released %d times, want 1", ts.h.bulkReleased.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !strings.Contains(ts.logs.String(), "injected read failure") {
+		t.Fatalf("the read failure is not logged:\n%s", ts.logs.String())
+	}
+}
 
 // A BulkResponse reaches the client as the same frame AppendTo would make,
 // and is released once it has been written.

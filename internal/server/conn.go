@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -469,24 +470,90 @@ func (c *conn) writeResponse(key, slot int16, correlationID int32, resp kmsg.Res
 }
 
 // writeBulk finishes the frame begun in c.out with resp's body and writes
-// the encoded parts and the bulk data between them with one writev, so the
-// bulk bytes are copied once, by the kernel.
+// the encoded parts and the bulk data between them: Data pieces with one
+// writev, so their bytes are copied once, by the kernel; a Body read into a
+// pooled buffer of at most bodyChunk bytes and written piece by piece, its
+// first piece in the writev of the parts before it.
 func (c *conn) writeBulk(resp BulkResponse) (int, error) {
 	var splices []Splice
 	c.out, splices = resp.AppendBulk(c.out)
-	size := len(c.out) - 4
-	vec := c.vec[:0]
+	size, largest := len(c.out)-4, 0
+	for _, s := range splices {
+		size += s.Size()
+		if s.Body != nil {
+			largest = max(largest, s.Body.Size())
+		}
+	}
+	kbin.AppendInt32(c.out[:0], int32(size))
+	w := bulkWriter{nc: c.nc, vec: c.vec[:0], chunk: min(largest, bodyChunk)}
 	prev := 0
 	for _, s := range splices {
-		size += len(s.Data)
-		vec = append(vec, c.out[prev:s.At], s.Data)
+		w.vec = append(w.vec, c.out[prev:s.At])
 		prev = s.At
+		if s.Body == nil {
+			w.vec = append(w.vec, s.Data)
+		} else if err := w.copyBody(s.Body); err != nil {
+			w.release()
+			return w.n, err
+		}
 	}
-	vec = append(vec, c.out[prev:])
-	kbin.AppendInt32(c.out[:0], int32(size))
-	pieces := vec // WriteTo consumes its receiver
-	n, err := pieces.WriteTo(c.nc)
-	clear(vec) // keep no reference to buffers the response releases
-	c.vec = vec[:0]
-	return int(n), err
+	w.vec = append(w.vec, c.out[prev:])
+	err := w.flush()
+	w.release()
+	c.vec = w.vec[:0]
+	return w.n, err
+}
+
+// bodyChunk is the most of a Body held in memory at once per connection.
+const bodyChunk = 1 << 20
+
+// bodyBuffers are the pieces Bodies are read into, shared by connections.
+var bodyBuffers = bufpool.New(16<<10, bodyChunk, 8*bodyChunk)
+
+// bulkWriter gathers the pieces of one bulk response frame.
+type bulkWriter struct {
+	nc    net.Conn
+	vec   net.Buffers
+	chunk int    // size of the body buffer: the largest body, at most bodyChunk
+	buf   []byte // the pooled body buffer, once one is needed
+	n     int
+}
+
+// flush writes the gathered pieces with one writev.
+func (w *bulkWriter) flush() error {
+	pieces := w.vec // WriteTo consumes its receiver
+	n, err := pieces.WriteTo(w.nc)
+	w.n += int(n)
+	clear(w.vec) // keep no reference to buffers the response releases
+	w.vec = w.vec[:0]
+	return err
+}
+
+// copyBody writes b after the gathered pieces.
+func (w *bulkWriter) copyBody(b Body) error {
+	size := b.Size()
+	if w.buf == nil && size > 0 {
+		w.buf = bodyBuffers.Get(w.chunk)[:w.chunk]
+	}
+	for off := 0; off < size; {
+		p := w.buf[:min(len(w.buf), size-off)]
+		if n, err := b.ReadAt(p, int64(off)); n < len(p) {
+			return fmt.Errorf("reading %d bytes at %d of a %d-byte response body: %w", len(p), off, size, cmp.Or(err, io.ErrUnexpectedEOF))
+		}
+		w.vec = append(w.vec, p)
+		if err := w.flush(); err != nil {
+			return err
+		}
+		off += len(p)
+	}
+	return nil
+}
+
+// release returns the body buffer to the pool.
+func (w *bulkWriter) release() {
+	if w.buf != nil {
+		bodyBuffers.Put(w.buf[:0])
+		w.buf = nil
+	}
+	clear(w.vec)
 }

@@ -29,9 +29,13 @@
 // a reused buffer and written with one write, which is what a buffered
 // writer flushed per response would do, without the copy. A BulkResponse (a
 // Fetch response with large record sets) encodes everything but its bulk
-// bytes into that buffer and says where they go; the frame is written with
-// one vectored write straight from the handler's buffers, and Release is
-// called once the write is done or the response is dropped.
+// bytes into that buffer and says where they go: bytes of the handler's,
+// written with one vectored write without a copy, or a Body (a span of a
+// segment file) that the server reads while it writes the frame, through one
+// pooled buffer of at most 1 MiB per connection, so a response's size costs
+// no memory. A Body that cannot be read closes the connection (its frame
+// size is sent). Release is called once the write is done or the response is
+// dropped.
 //
 // # What closes a connection
 //

@@ -32,6 +32,12 @@ const (
 	// wrong type.
 	idBulk          = "bulk"
 	idBulkWrongType = "bulk-wrong-type"
+	// idBulkBody answers with a BulkResponse whose bulk pieces alternate
+	// between Data and Body; idBulkLarge does so with pieces of 1.1 MiB;
+	// idBulkFailing's Bodies fail after their first piece.
+	idBulkBody    = "bulk-body"
+	idBulkLarge   = "bulk-large"
+	idBulkFailing = "bulk-failing"
 )
 
 // fakeHandler serves ApiVersions 0-3, Metadata 0-12 and ListGroups 0-5
@@ -94,8 +100,17 @@ func (h *fakeHandler) Handle(ctx context.Context, req *Request) (kmsg.Response, 
 		}
 	}
 	resp, err := h.answer(req)
-	if id == idBulk && err == nil {
-		resp = &testBulk{Response: resp, released: &h.bulkReleased}
+	if err == nil {
+		switch id {
+		case idBulk:
+			resp = &testBulk{Response: resp, released: &h.bulkReleased}
+		case idBulkBody:
+			resp = &testBulk{Response: resp, released: &h.bulkReleased, bodies: true}
+		case idBulkLarge:
+			resp = &testBulk{Response: resp, released: &h.bulkReleased, bodies: true, run: 1100 << 10}
+		case idBulkFailing:
+			resp = &testBulk{Response: resp, released: &h.bulkReleased, bodies: true, run: 1100 << 10, failing: true}
+		}
 	}
 	return resp, err
 }

@@ -53,9 +53,9 @@ type Handler interface {
 }
 
 // BulkResponse is a response that carries large byte fields (a Fetch
-// response's record batches) the Server writes from the response's own
-// buffers, with one vectored write, instead of copying them into its encode
-// buffer.
+// response's record batches) the Server writes from where they are, instead
+// of copying them into its encode buffer: bytes from the response's own
+// buffers, or a Body read while the response is written.
 type BulkResponse interface {
 	kmsg.Response
 	// AppendBulk appends the encoded response body to dst, leaving out the
@@ -69,8 +69,29 @@ type BulkResponse interface {
 	Release()
 }
 
-// Splice is bulk data inserted into an encoded response at byte At.
+// Splice is bulk data inserted into an encoded response at byte At: Data,
+// or, when Body is set, Body's bytes.
 type Splice struct {
 	At   int
 	Data []byte
+	Body Body
+}
+
+// Size is the number of bytes the splice inserts.
+func (s Splice) Size() int {
+	if s.Body != nil {
+		return s.Body.Size()
+	}
+	return len(s.Data)
+}
+
+// Body is bulk data of a known size that the Server reads while it writes
+// the response, a piece at a time through a bounded buffer, so the size of
+// a response costs no memory (a fetch's record set, read from its segment
+// file). A read that fails or comes short closes the connection: the frame's
+// size has been sent by then.
+type Body interface {
+	Size() int
+	// ReadAt reads len(p) bytes from byte off of the body (io.ReaderAt).
+	ReadAt(p []byte, off int64) (int, error)
 }
