@@ -53,10 +53,12 @@ type Broker struct {
 	cleaner  *cleaner.Cleaner
 	replicas *replica.Manager
 	sessions *replica.SessionCache
-	groups   *group.Coordinator
-	srv      *server.Server
-	adm      *admin.Admin
-	view     *source.Source // what the admin JSON API and web console read
+	// requestMemory bounds the request bytes held (queued.max.request.bytes).
+	requestMemory *server.MemoryPool
+	groups        *group.Coordinator
+	srv           *server.Server
+	adm           *admin.Admin
+	view          *source.Source // what the admin JSON API and web console read
 
 	advHost string
 	advPort int32
@@ -213,6 +215,7 @@ func (b *Broker) Start() error {
 		Clock:       b.o.Clock,
 		Logger:      b.logger,
 	})
+	b.requestMemory = server.NewMemoryPool(cfg.Long("queued.max.request.bytes"))
 	b.srv = server.New(server.Config{
 		Addr:                  net.JoinHostPort(bind.Host, strconv.Itoa(bind.Port)),
 		Listener:              bind.Listener,
@@ -221,6 +224,7 @@ func (b *Broker) Start() error {
 		ConnectionsMaxIdle:    ms("connections.max.idle.ms"),
 		Logger:                b.logger,
 		Metrics:               server.NewMetrics(b.o.Registry),
+		MemoryPool:            b.requestMemory,
 	}, handler)
 	if err := b.srv.Listen(); err != nil {
 		return fmt.Errorf("listener %s: %w", bind.Listener, err)

@@ -89,7 +89,8 @@ const groupListTimeout = 2 * time.Second
 // registerMetrics registers the scrape-time collector and the replica
 // manager's counters.
 func (b *Broker) registerMetrics() {
-	for _, c := range []prometheus.Collector{(*brokerCollector)(b), b.replicas.Collector(), b.sessions.Collector()} {
+	for _, c := range []prometheus.Collector{(*brokerCollector)(b), b.replicas.Collector(), b.sessions.Collector(),
+		b.requestMemory.Collector()} {
 		if err := b.o.Registry.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 			b.logger.Warn("cannot register metrics", "err", err)
 		}

@@ -143,7 +143,13 @@ func networkDefs() []Def {
 		broker("num.io.threads", Int, "8", "Threads processing requests.", dynamic, atLeast(1)),
 		broker("background.threads", Int, "10", "Threads for background tasks.", dynamic, atLeast(1)),
 		broker("queued.max.requests", Int, "500", "Requests queued before the network threads stop reading.", atLeast(1)),
-		broker("queued.max.request.bytes", Long, "-1", "Bytes of queued requests before reading stops; -1 means no limit."),
+		// Kafka's default is -1 (no limit). Gregor bounds request memory by
+		// default: a frame takes memory only as its bytes arrive, so this
+		// limits what clients actually send at once, and one request of
+		// up to socket.request.max.bytes still proceeds when it alone is
+		// larger (server.MemoryPool).
+		broker("queued.max.request.bytes", Long, "134217728",
+			"Bytes of requests held at once, broker-wide, before connections stop reading; -1 (Kafka's default) means no limit."),
 		broker("request.timeout.ms", Int, "30000", "Timeout of the broker's own requests to other nodes."),
 		broker("max.request.partition.size.limit", Int, "2000", "Most partitions served in one request.", atLeast(1)),
 		broker("fetch.max.bytes", Int, "57671680", "Most bytes returned by one fetch.", atLeast(1024)),

@@ -26,12 +26,21 @@ const (
 	// pipelined small requests cost one read syscall.
 	readBufferSize = 32 << 10
 	// retainBufferBytes is the largest frame or response buffer a
-	// connection keeps for reuse; larger ones are dropped after use, so an
-	// idle connection does not pin a 100 MiB produce buffer.
-	retainBufferBytes = 1 << 20
+	// connection keeps for reuse; larger ones go back to shared pools after
+	// use, so idle connections pin little.
+	retainBufferBytes = 64 << 10
 	// minFrameBuffer is the smallest frame buffer allocated.
 	minFrameBuffer = 4 << 10
+	// firstFrameStep is the most of a frame's memory taken before any of
+	// its bytes arrive: a frame grows as it is read, to 1 MiB once it
+	// outgrows this, then fourfold (frameStep), so a client announcing a
+	// large frame and sending little holds little, and a large produce is
+	// copied about a third of its size once.
+	firstFrameStep = 64 << 10
 )
+
+// frameStep is the buffer size a frame of size bytes grows to from cur.
+func frameStep(cur, size int) int { return min(size, max(4*cur, 1<<20)) }
 
 // invalidReceiveError is Kafka's InvalidReceiveException: a frame size that
 // is negative or above socket.request.max.bytes.
@@ -63,6 +72,9 @@ type conn struct {
 	// frame is the reused request buffer; decoded request bodies alias it
 	// until Handle returns.
 	frame []byte
+	// res is the request memory (queued.max.request.bytes) the frame being
+	// read or handled holds.
+	res Reservation
 	// out is the reused response buffer.
 	out []byte
 	// vec is the reused list of pieces of a BulkResponse's frame.
@@ -87,6 +99,7 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 		info: info,
 		log:  s.log.With("conn_id", id, "remote", info.Remote.String()),
 		br:   bufio.NewReaderSize(nc, readBufferSize),
+		res:  s.pool.Reserve(),
 	}
 }
 
@@ -104,6 +117,7 @@ func (c *conn) serve() {
 			return
 		}
 		keep := c.processGuarded(c.frame[:n], received)
+		c.res.Release()
 		if !c.end() || !keep {
 			return
 		}
@@ -112,6 +126,7 @@ func (c *conn) serve() {
 }
 
 func (c *conn) close() {
+	c.res.Release()
 	c.nc.Close()
 	c.s.removeConn(c)
 	c.log.Debug("connection closed")
@@ -149,7 +164,9 @@ func (c *conn) closeIfIdle() {
 
 // readFrame reads the next request frame into c.frame and returns its size.
 // The claimed size is checked against socket.request.max.bytes before any
-// buffer is sized for it.
+// buffer is sized for it, and the buffer grows as the bytes arrive, each
+// step taken from the request memory pool first (which may make the
+// connection wait: it stops reading until memory is given back).
 func (c *conn) readFrame() (int, error) {
 	idle := c.s.cfg.ConnectionsMaxIdle
 	if idle > 0 {
@@ -162,29 +179,65 @@ func (c *conn) readFrame() (int, error) {
 	if limit := c.s.cfg.SocketRequestMaxBytes; size < 0 || size > limit {
 		return 0, &invalidReceiveError{size: size, limit: limit}
 	}
-	if int(size) > cap(c.frame) {
-		c.releaseFrame()
-		if int(size) > retainBufferBytes {
-			// A large frame (a big produce) comes from the shared pool and
-			// goes back to it after the request, uncleared: allocating it
-			// fresh would clear megabytes the read overwrites anyway.
-			c.frame = bigFrames.Get(int(size))
-		} else {
-			c.frame = make([]byte, max(int(size), minFrameBuffer))
-		}
-		c.frame = c.frame[:cap(c.frame)]
-	}
+	var deadline time.Time
 	if idle > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(idle))
+		deadline = time.Now().Add(idle)
+		c.nc.SetReadDeadline(deadline)
 	}
-	if _, err := io.ReadFull(c.br, c.frame[:size]); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
+	want := min(int(size), max(firstFrameStep, min(cap(c.frame), retainBufferBytes)))
+	if err := c.growFrame(want, 0, deadline); err != nil {
+		return 0, err
+	}
+	for got := 0; got < int(size); {
+		if got == want {
+			want = frameStep(want, int(size))
+			if err := c.growFrame(want, got, deadline); err != nil {
+				return 0, err
+			}
 		}
-		return 0, fmt.Errorf("reading %d-byte request frame: %w", size, err)
+		n, err := c.br.Read(c.frame[got:want])
+		got += n
+		if err != nil && got < int(size) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, fmt.Errorf("reading %d-byte request frame (%d bytes read): %w", size, got, err)
+		}
 	}
 	c.s.metrics.in(4 + int(size))
 	return int(size), nil
+}
+
+// growFrame makes room in c.frame for want bytes of the frame, keeping the
+// got bytes read so far, after taking the memory from the pool.
+func (c *conn) growFrame(want, got int, deadline time.Time) error {
+	if more := int64(want) - c.res.Size(); more > 0 {
+		waited, err := c.res.Grow(more, c.s.drained, deadline, c.s.metrics.memoryWait)
+		if err != nil {
+			return err
+		}
+		if waited {
+			c.log.Debug("request memory given back; reading on", "frame_bytes", want)
+		}
+	}
+	if want <= cap(c.frame) {
+		c.frame = c.frame[:cap(c.frame)]
+		return nil
+	}
+	var buf []byte
+	if want > retainBufferBytes {
+		// A large frame (a big produce) comes from the shared pool and
+		// goes back to it after the request, uncleared: allocating it
+		// fresh would clear megabytes the read overwrites anyway.
+		buf = bigFrames.Get(want)
+	} else {
+		buf = make([]byte, max(want, minFrameBuffer))
+	}
+	buf = buf[:cap(buf)]
+	copy(buf, c.frame[:got])
+	c.releaseFrame()
+	c.frame = buf
+	return nil
 }
 
 func (c *conn) logReadError(err error) {
@@ -198,8 +251,11 @@ func (c *conn) logReadError(err error) {
 		// The client closed the connection between requests.
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.log.Info("closing idle connection", "connections_max_idle", c.s.cfg.ConnectionsMaxIdle)
-	case errors.Is(err, net.ErrClosed) && c.s.draining.Load():
+	case errors.Is(err, net.ErrClosed) && c.s.draining.Load(), errors.Is(err, errPoolClosed):
 		// Closed by Shutdown.
+	case errors.Is(err, errPoolTimeout):
+		c.log.Warn("closing connection: no request memory became free", "err", err,
+			"queued_max_request_bytes", c.s.pool.capacity)
 	default:
 		c.log.Info("closing connection: read failed", "err", err)
 	}

@@ -11,11 +11,31 @@
 // zero or above socket.request.max.bytes (Config.SocketRequestMaxBytes) is
 // Kafka's InvalidReceiveException: it is logged with the remote address, the
 // size and the limit, and that connection alone is closed. The size is
-// checked before any buffer is sized for it; frames are read into a buffer
-// the connection reuses. A frame above 1 MiB (a large produce) is read into a
-// buffer from a broker-wide pool (internal/bufpool, at most 64 MiB kept) and
-// returned to it once the request is answered, so large requests neither
-// pin memory per connection nor pay for clearing a fresh buffer each time.
+// checked before any buffer is sized for it, and no buffer is sized for it
+// before its bytes arrive: a frame is read into at most 64 KiB (or the
+// connection's reused buffer) first, then a buffer that grows to 1 MiB and
+// fourfold from there as the bytes come (a large produce is copied about a
+// third of its size once), so a client that announces 100 MiB and sends
+// little holds little. Buffers above 64 KiB come from a broker-wide pool
+// (internal/bufpool, at most 64 MiB kept) and go back once the request is
+// answered, so large requests neither pin memory per connection nor pay for
+// clearing a fresh buffer each time.
+//
+// # Request memory (queued.max.request.bytes)
+//
+// Each step of a frame's growth is taken from the broker-wide MemoryPool
+// (Config.MemoryPool) before the buffer grows, and the frame gives all of it
+// back once its response is written. When the pool is exhausted the
+// connection stops reading, as Kafka mutes a channel, until memory is given
+// back (counted in gregor_network_request_memory_waits_total); a connection
+// that waits longer than connections.max.idle.ms is closed with a log line.
+// As in Kafka, one request may take the pool past its capacity so that a
+// request larger than the whole pool still proceeds: the first frame that
+// finds the pool exhausted keeps growing until its response is written, the
+// others wait. So the request bytes held never exceed the pool plus one
+// frame, and partial frames that fill the pool never wait on each other
+// forever. Gregor's default is 128 MiB where Kafka's is -1 (no limit); -1 or
+// 0 turns the limit off (memory is still counted).
 //
 // A request is a request header then the body. Header v1 is api key, api
 // version, correlation id and a nullable client id (always a plain int16
@@ -45,8 +65,9 @@
 // outside the served range for any key but ApiVersions; a body that kmsg
 // cannot decode or that has bytes left over after the request; a Handler
 // error; a panic in the Handler (logged with api key, version and stack); a
-// response of the wrong type; a failed write. Other connections are not
-// affected.
+// response of the wrong type; a failed write, or a response Body that
+// cannot be read; a wait for request memory longer than
+// connections.max.idle.ms. Other connections are not affected.
 //
 // An ApiVersions request whose version is not served is not parsed (its
 // layout is unknown) and is answered, as Kafka does (KIP-511), with an
@@ -64,7 +85,9 @@
 // a nil error sends nothing (acks=0 produce).
 //
 // Request.Body's byte slices alias the connection's read buffer and are
-// valid only until Handle returns; strings in it are copies.
+// valid only until Handle returns; strings in it are copies. Pipelining
+// (several requests of one connection in flight) will give each frame its
+// own buffer and Reservation, so the pool bounds them all.
 //
 // max.connections (Config.MaxConnections): while that many connections are
 // open, the listener stops accepting, as Kafka's acceptor blocks, and logs
@@ -98,6 +121,10 @@
 //	kafka_server_socket_server_metrics_connection_creation_total{listener} counter: connections accepted
 //	kafka_server_socket_server_metrics_connection_close_total{listener}    counter: connections closed
 //	gregor_network_request_errors_total{listener,reason}              counter: requests not served normally
+//	gregor_network_request_memory_waits_total{listener}               counter: waits for request memory
+//
+// MemoryPool.Collector adds kafka_network_socketserver_memorypoolavailable
+// and kafka_network_socketserver_memorypoolused (gauges, broker-wide).
 //
 // request is kmsg.NameForKey (Kafka's API names, e.g. "Produce"), except
 // Fetch, which is "FetchConsumer" or "FetchFollower" (a replica id or the

@@ -32,6 +32,7 @@ type Metrics struct {
 	created     *prometheus.CounterVec
 	closed      *prometheus.CounterVec
 	errors      *prometheus.CounterVec
+	memoryWaits *prometheus.CounterVec
 
 	// perAPI caches the children of requests and totalTime, so the request
 	// path does not hash label values.
@@ -83,10 +84,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gregor_network_request_errors_total",
 			Help: "Requests that closed their connection instead of being answered, by listener and reason.",
 		}, []string{"listener", "reason"}),
+		memoryWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_network_request_memory_waits_total",
+			Help: "Times a connection stopped reading a request until request memory (queued.max.request.bytes) was given back, by listener.",
+		}, []string{"listener"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.totalTime, m.bytesIn, m.bytesOut,
-			m.connections, m.created, m.closed, m.errors)
+			m.connections, m.created, m.closed, m.errors, m.memoryWaits)
 	}
 	return m
 }
@@ -178,10 +183,10 @@ func (m *Metrics) observe(key int16, d time.Duration) {
 
 // listenerMetrics are the per-listener children, resolved once per Server.
 type listenerMetrics struct {
-	m                                      *Metrics
-	listener                               string
-	bytesIn, bytesOut, created, closedConn prometheus.Counter
-	connections                            prometheus.Gauge
+	m                                                   *Metrics
+	listener                                            string
+	bytesIn, bytesOut, created, closedConn, memoryWaits prometheus.Counter
+	connections                                         prometheus.Gauge
 }
 
 func (m *Metrics) forListener(listener string) *listenerMetrics {
@@ -196,6 +201,13 @@ func (m *Metrics) forListener(listener string) *listenerMetrics {
 		created:     m.created.WithLabelValues(listener),
 		closedConn:  m.closed.WithLabelValues(listener),
 		connections: m.connections.WithLabelValues(listener),
+		memoryWaits: m.memoryWaits.WithLabelValues(listener),
+	}
+}
+
+func (l *listenerMetrics) memoryWait() {
+	if l != nil {
+		l.memoryWaits.Inc()
 	}
 }
 

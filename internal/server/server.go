@@ -47,6 +47,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics records request and connection metrics; may be nil.
 	Metrics *Metrics
+	// MemoryPool bounds the bytes of requests held at once, shared by the
+	// broker's listeners (queued.max.request.bytes); nil is unbounded.
+	MemoryPool *MemoryPool
 }
 
 // Server accepts Kafka protocol connections on one listener and hands each
@@ -56,6 +59,7 @@ type Server struct {
 	h       Handler
 	log     *slog.Logger
 	metrics *listenerMetrics
+	pool    *MemoryPool
 
 	// base is the context handed to Handle; cancelBase is called when
 	// Shutdown's grace period ends (or drain completes).
@@ -97,11 +101,16 @@ func New(cfg Config, h Handler) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
+	pool := cfg.MemoryPool
+	if pool == nil {
+		pool = NewMemoryPool(0)
+	}
 	s := &Server{
 		cfg:     cfg,
 		h:       h,
 		log:     log.With("listener", cfg.Listener),
 		metrics: cfg.Metrics.forListener(cfg.Listener),
+		pool:    pool,
 		drained: make(chan struct{}),
 	}
 	s.base, s.cancelBase = context.WithCancel(context.Background())

@@ -220,7 +220,7 @@ func TestTruncatedFrameAtEOF(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.expectClosed()
-	ts.logs.requireContains(t, "reading 100-byte request frame: unexpected EOF")
+	ts.logs.requireContains(t, "reading 100-byte request frame (8 bytes read): unexpected EOF")
 	other.roundTrip()
 }
 
