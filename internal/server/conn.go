@@ -32,15 +32,15 @@ const (
 	// minFrameBuffer is the smallest frame buffer allocated.
 	minFrameBuffer = 4 << 10
 	// firstFrameStep is the most of a frame's memory taken before any of
-	// its bytes arrive: a frame grows as it is read, to 1 MiB once it
-	// outgrows this, then fourfold (frameStep), so a client announcing a
-	// large frame and sending little holds little, and a large produce is
-	// copied about a third of its size once.
+	// its bytes arrive. A frame grows fourfold each time its buffer is full
+	// (frameStep), so a client announcing a large frame holds at most four
+	// times what it sent (and 64 KiB), and a large produce is copied about a
+	// third of its size once.
 	firstFrameStep = 64 << 10
 )
 
 // frameStep is the buffer size a frame of size bytes grows to from cur.
-func frameStep(cur, size int) int { return min(size, max(4*cur, 1<<20)) }
+func frameStep(cur, size int) int { return min(size, 4*cur) }
 
 // invalidReceiveError is Kafka's InvalidReceiveException: a frame size that
 // is negative or above socket.request.max.bytes.
@@ -184,7 +184,8 @@ func (c *conn) readFrame() (int, error) {
 		deadline = time.Now().Add(idle)
 		c.nc.SetReadDeadline(deadline)
 	}
-	want := min(int(size), max(firstFrameStep, min(cap(c.frame), retainBufferBytes)))
+	want := min(int(size), firstFrameStep)
+	c.res.Take(int64(want))
 	if err := c.growFrame(want, 0, deadline); err != nil {
 		return 0, err
 	}
@@ -209,7 +210,10 @@ func (c *conn) readFrame() (int, error) {
 }
 
 // growFrame makes room in c.frame for want bytes of the frame, keeping the
-// got bytes read so far, after taking the memory from the pool.
+// got bytes read so far, after taking the memory from the pool. The first
+// firstFrameStep bytes are taken before (Take), never waited for: the small
+// requests that keep clients alive (heartbeats, fetches, metadata) are not
+// held up by large frames filling the pool.
 func (c *conn) growFrame(want, got int, deadline time.Time) error {
 	if more := int64(want) - c.res.Size(); more > 0 {
 		waited, err := c.res.Grow(more, c.s.drained, deadline, c.s.metrics.memoryWait)

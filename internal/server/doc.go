@@ -12,11 +12,10 @@
 // Kafka's InvalidReceiveException: it is logged with the remote address, the
 // size and the limit, and that connection alone is closed. The size is
 // checked before any buffer is sized for it, and no buffer is sized for it
-// before its bytes arrive: a frame is read into at most 64 KiB (or the
-// connection's reused buffer) first, then a buffer that grows to 1 MiB and
-// fourfold from there as the bytes come (a large produce is copied about a
-// third of its size once), so a client that announces 100 MiB and sends
-// little holds little. Buffers above 64 KiB come from a broker-wide pool
+// before its bytes arrive: a frame is read into at most 64 KiB first, then a
+// buffer that grows fourfold each time it is full (a large produce is
+// copied about a third of its size once), so a client that announces 100 MiB
+// holds at most four times what it sent. Buffers above 64 KiB come from a broker-wide pool
 // (internal/bufpool, at most 64 MiB kept) and go back once the request is
 // answered, so large requests neither pin memory per connection nor pay for
 // clearing a fresh buffer each time.
@@ -29,12 +28,16 @@
 // connection stops reading, as Kafka mutes a channel, until memory is given
 // back (counted in gregor_network_request_memory_waits_total); a connection
 // that waits longer than connections.max.idle.ms is closed with a log line.
+// A frame's first 64 KiB are counted but never waited for (Kafka makes every
+// request wait): the small requests that keep clients alive (heartbeats,
+// fetches, metadata) flow while large frames wait, and what they hold is
+// bounded per connection, like its socket buffers.
 // As in Kafka, one request may take the pool past its capacity so that a
 // request larger than the whole pool still proceeds: the first frame that
 // finds the pool exhausted keeps growing until its response is written, the
 // others wait. So the request bytes held never exceed the pool plus one
-// frame, and partial frames that fill the pool never wait on each other
-// forever. Gregor's default is 128 MiB where Kafka's is -1 (no limit); -1 or
+// frame (plus the first 64 KiB of the frames being read), and partial frames
+// that fill the pool never wait on each other forever. Gregor's default is 128 MiB where Kafka's is -1 (no limit); -1 or
 // 0 turns the limit off (memory is still counted).
 //
 // A request is a request header then the body. Header v1 is api key, api

@@ -72,7 +72,8 @@ func (c *client) answered(t *testing.T) {
 // Partial frames that together fill the request memory pool do not wait on
 // each other forever: one of them may grow past the pool until it is
 // answered, then the next. The bytes held never pass the capacity by more
-// than one frame, and connections that had to wait are counted.
+// than one frame (and the others' first 64 KiB), and connections that had
+// to wait are counted.
 func TestFullPoolOfPartialFramesMakesProgress(t *testing.T) {
 	const capacity, frameSize, conns = 4 << 20, 3 << 20, 4
 	pool := NewMemoryPool(capacity)
@@ -110,8 +111,10 @@ func TestFullPoolOfPartialFramesMakesProgress(t *testing.T) {
 	wg.Wait()
 	close(stop)
 	watcher.Wait()
-	if limit := int64(capacity + frameStep(frameStep(firstFrameStep, len(frame)), len(frame))); peak > limit {
-		t.Fatalf("the pool held %d bytes, more than its capacity and one frame (%d)", peak, limit)
+	// Beyond the capacity: one whole frame, and each other frame's first
+	// bytes, which are never waited for.
+	if limit := int64(capacity + len(frame) + (conns-1)*firstFrameStep); peak > limit {
+		t.Fatalf("the pool held %d bytes, more than its capacity, one frame and the others' first bytes (%d)", peak, limit)
 	}
 	pollUntil(t, "the memory to be given back", func() bool { return pool.Used() == 0 })
 }
@@ -142,5 +145,25 @@ func TestWaitForRequestMemoryEndsAtIdleTimeout(t *testing.T) {
 	ts.logs.requireContains(t, "no request memory became free")
 	if n := ts.metric(t, "gregor_network_request_memory_waits_total", nil); n != 1 {
 		t.Fatalf("%v waits for request memory counted, want 1", n)
+	}
+}
+
+// Small requests (heartbeats, fetches, metadata) are answered while large
+// frames wait for a full pool: a frame's first 64 KiB never wait.
+func TestSmallRequestsFlowWhileThePoolIsFull(t *testing.T) {
+	pool := NewMemoryPool(1 << 20)
+	ts := startServer(t, Config{MemoryPool: pool})
+	hog := dial(t, ts.addr) // a request past the pool whose handling stalls
+	hog.write(metadataFrameFrom(idSlow, 2<<20, 1))
+	waitFor(t, ts.h.slowStarted)
+	defer close(ts.h.release)
+	waiting := dial(t, ts.addr)
+	frame := metadataFrame(2<<20, 1)
+	waiting.write(frame[:len(frame)/2])
+	pollUntil(t, "the large frame to wait for memory", func() bool {
+		return ts.metric(t, "gregor_network_request_memory_waits_total", nil) == 1
+	})
+	for range 3 {
+		dial(t, ts.addr).roundTrip()
 	}
 }

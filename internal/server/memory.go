@@ -16,6 +16,10 @@ import (
 // exhausted a connection that needs more stops reading (Kafka mutes it)
 // until memory is given back.
 //
+// The first bytes of every frame (Take) are counted but never waited for,
+// so the pool bounds the growth of large frames and small requests keep
+// flowing while large ones wait; Kafka makes every request wait.
+//
 // Kafka lets a request through when the pool is not yet exhausted, even if
 // it takes the pool below zero, so one request larger than the pool still
 // proceeds. Gregor grows a frame's memory with its bytes instead of taking
@@ -23,9 +27,10 @@ import (
 // sending nothing holds nothing), so the same guarantee takes another form:
 // when the pool is exhausted one reservation, the overdraft, may keep
 // growing past the capacity until its request is answered. So the bytes
-// held never exceed the capacity plus one frame (socket.request.max.bytes),
-// and some request can always be read to its end: partial frames that have
-// filled the pool cannot wait on each other forever.
+// held never exceed the capacity plus one frame (socket.request.max.bytes)
+// plus the first bytes of the frames being read, and some request can
+// always be read to its end: partial frames that have filled the pool
+// cannot wait on each other forever.
 //
 // A pool with a capacity of zero or less counts but never waits (Kafka's
 // -1, no limit). Safe for concurrent use.
@@ -96,6 +101,9 @@ func (r *Reservation) Size() int64 { return r.n }
 // (errPoolClosed) or deadline passes (errPoolTimeout; a zero deadline waits
 // without one). waited reports whether it had to wait.
 func (r *Reservation) Grow(n int64, stop <-chan struct{}, deadline time.Time, onWait func()) (waited bool, err error) {
+	if n <= 0 {
+		return false, nil
+	}
 	p := r.pool
 	var timer *time.Timer
 	defer func() {
@@ -141,6 +149,17 @@ func (r *Reservation) Grow(n int64, stop <-chan struct{}, deadline time.Time, on
 			return waited, err
 		}
 	}
+}
+
+// Take adds n bytes to r without waiting, even past the capacity: for the
+// first bytes of every frame, which a connection may always hold (the
+// capacity then bounds the growth of larger frames).
+func (r *Reservation) Take(n int64) {
+	p := r.pool
+	p.mu.Lock()
+	p.used += n
+	r.n += n
+	p.mu.Unlock()
 }
 
 // tryGrowLocked grants n bytes to r if the rules allow. p.mu is held.
