@@ -69,9 +69,11 @@ type conn struct {
 
 	br   *bufio.Reader
 	size [4]byte
-	// frame is the reused request buffer; decoded request bodies alias it
-	// until Handle returns.
-	frame []byte
+	// frame holds the request being read or handled; decoded request
+	// bodies alias it until Handle returns. It is small, the connection's
+	// own buffer of at most retainBufferBytes kept between requests, or a
+	// larger one from bigFrames for one request.
+	frame, small []byte
 	// res is the request memory (queued.max.request.bytes) the frame being
 	// read or handled holds.
 	res Reservation
@@ -228,15 +230,17 @@ func (c *conn) growFrame(want, got int, deadline time.Time) error {
 		c.frame = c.frame[:cap(c.frame)]
 		return nil
 	}
-	var buf []byte
-	if want > retainBufferBytes {
-		// A large frame (a big produce) comes from the shared pool and
-		// goes back to it after the request, uncleared: allocating it
-		// fresh would clear megabytes the read overwrites anyway.
-		buf = bigFrames.Get(want)
-	} else {
-		buf = make([]byte, max(want, minFrameBuffer))
+	if want <= retainBufferBytes {
+		buf := make([]byte, max(want, minFrameBuffer))
+		copy(buf, c.frame[:got])
+		c.releaseFrame()
+		c.frame, c.small = buf, buf
+		return nil
 	}
+	// A large frame (a big produce) comes from the shared pool and goes
+	// back to it after the request, uncleared: allocating it fresh would
+	// clear megabytes the read overwrites anyway.
+	buf := bigFrames.Get(want)
 	buf = buf[:cap(buf)]
 	copy(buf, c.frame[:got])
 	c.releaseFrame()
@@ -278,14 +282,14 @@ func (c *conn) trimBuffers() {
 	}
 }
 
-// releaseFrame gives up the frame buffer, returning a large one to
-// bigFrames. The decoded requests cached in probes point into the frame, so
-// they go with it.
+// releaseFrame gives a large frame buffer back to bigFrames and goes back
+// to the connection's small one. The decoded requests cached in probes point
+// into the frame, so they go with it.
 func (c *conn) releaseFrame() {
 	if cap(c.frame) > retainBufferBytes {
 		bigFrames.Put(c.frame)
 	}
-	c.frame = nil
+	c.frame = c.small
 	c.probes = [kmsg.MaxKey + 1]kmsg.Request{}
 }
 
