@@ -106,6 +106,7 @@ func TestOffsetsTopicReplicationFactorTooHigh(t *testing.T) {
 
 func TestOldAndNewVersions(t *testing.T) {
 	b := groupBroker(t, nil)
+	brokertest.CreateTopic(t, b.AdminClient(), "t", 2, nil)
 	join := func(v int16, member string) *kmsg.JoinGroupResponse {
 		req := kmsg.NewPtrJoinGroupRequest()
 		req.Group, req.MemberID, req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = "old", member, 10000, 10000
@@ -197,6 +198,7 @@ func TestOldAndNewVersions(t *testing.T) {
 
 func TestOversizedOffsetCommit(t *testing.T) {
 	b := groupBroker(t, nil)
+	brokertest.CreateTopic(t, b.AdminClient(), "t", 300, nil)
 	md := string(make([]byte, 4000))
 	big := kmsg.NewPtrOffsetCommitRequest()
 	big.Group, big.Generation = "big", -1
@@ -220,5 +222,58 @@ func TestOversizedOffsetCommit(t *testing.T) {
 	f := groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 9)
 	if ts := f.Groups[0].Topics; len(ts) != 1 || len(ts[0].Partitions) != 1 || ts[0].Partitions[0].Offset != 5 {
 		t.Fatalf("offsets after an oversized commit: %+v", ts)
+	}
+}
+
+// Kafka answers UNKNOWN_TOPIC_OR_PARTITION for the partitions of a commit
+// that the metadata does not hold, commits the rest, and OffsetFetch then
+// reports no offset for the refused ones.
+func TestOffsetCommitForUnknownTopicOrPartition(t *testing.T) {
+	b := groupBroker(t, nil)
+	brokertest.CreateTopic(t, b.AdminClient(), "real", 2, nil)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "simple", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{
+		{Topic: "ghost", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3, LeaderEpoch: -1}}},
+		{Topic: "real", Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+			{Partition: 1, Offset: 7, LeaderEpoch: -1}, {Partition: 2, Offset: 8, LeaderEpoch: -1}, {Partition: -1, Offset: 9, LeaderEpoch: -1}}},
+	}
+	for _, v := range []int16{2, 9} {
+		r := groupReq[*kmsg.OffsetCommitResponse](t, b, commit, v)
+		wantCode(t, "commit to a topic that does not exist", r.Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
+		wantCode(t, "commit to an existing partition", r.Topics[1].Partitions[0].ErrorCode, nil)
+		wantCode(t, "commit beyond the partition count", r.Topics[1].Partitions[1].ErrorCode, kerr.UnknownTopicOrPartition)
+		wantCode(t, "commit to a negative partition", r.Topics[1].Partitions[2].ErrorCode, kerr.UnknownTopicOrPartition)
+	}
+	// v10 names topics by id: a known id with a partition beyond the count.
+	id := b.Controller().Image().Topic("real").ID
+	byID := kmsg.NewPtrOffsetCommitRequest()
+	byID.Group, byID.Generation = "simple", -1
+	byID.Topics = []kmsg.OffsetCommitRequestTopic{{TopicID: id, Partitions: []kmsg.OffsetCommitRequestTopicPartition{
+		{Partition: 0, Offset: 4, LeaderEpoch: -1}, {Partition: 5, Offset: 4, LeaderEpoch: -1}}}}
+	r := groupReq[*kmsg.OffsetCommitResponse](t, b, byID, 10)
+	wantCode(t, "v10 commit to an existing partition", r.Topics[0].Partitions[0].ErrorCode, nil)
+	wantCode(t, "v10 commit beyond the partition count", r.Topics[0].Partitions[1].ErrorCode, kerr.UnknownTopicOrPartition)
+
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "simple"}}
+	f := groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 9)
+	got := map[string]map[int32]int64{}
+	for _, ft := range f.Groups[0].Topics {
+		for _, fp := range ft.Partitions {
+			if got[ft.Topic] == nil {
+				got[ft.Topic] = map[int32]int64{}
+			}
+			got[ft.Topic][fp.Partition] = fp.Offset
+		}
+	}
+	if len(got) != 1 || len(got["real"]) != 2 || got["real"][0] != 4 || got["real"][1] != 7 {
+		t.Fatalf("committed offsets %v, want only real/0=4 and real/1=7", got)
+	}
+	// Asking for a topic that does not exist is not an error (Kafka: offset -1).
+	fetch.Groups[0].Topics = []kmsg.OffsetFetchRequestGroupTopic{{Topic: "ghost", Partitions: []int32{0}}}
+	f = groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 9)
+	if p := f.Groups[0].Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != -1 {
+		t.Fatalf("OffsetFetch of a topic that does not exist: %+v", p)
 	}
 }

@@ -18,49 +18,28 @@ import (
 // like an acks=all produce. v2-v4 may set a retention time (stored as the
 // offset's expire timestamp); v9+ answers GROUP_ID_NOT_FOUND for an unknown
 // group with a generation; v10 names topics by id (UNKNOWN_TOPIC_ID when the
-// id is unknown). Offsets may be committed for topics that do not exist, as
-// in Kafka.
+// id is unknown). As Kafka's KafkaApis does before it calls the coordinator,
+// a partition of a topic the metadata does not hold (or beyond its partition
+// count) is answered UNKNOWN_TOPIC_OR_PARTITION and never committed; the
+// others are committed as usual.
 func init() { register(kmsg.OffsetCommit.Int16(), 2, 10, handleOffsetCommit) }
+
+// commitSlot says where one request partition went: its pre-coordinator
+// error, or its place in the coordinator's CommitRequest.
+type commitSlot struct {
+	err  error
+	t, p int
+}
 
 func handleOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	byID := req.Version >= 10
 	cr := &group.CommitRequest{Group: req.Group, Generation: req.Generation, MemberID: req.MemberID,
 		InstanceID: req.InstanceID, RetentionMs: -1, ReportUnknownGroup: req.Version >= 9}
 	if req.Version <= 4 {
 		cr.RetentionMs = req.RetentionTimeMillis
 	}
-	// Topics named by an unknown id never reach the coordinator.
-	topicErr := make([]error, len(req.Topics))
-	var im *controller.Image
-	if byID {
-		im = h.d.Controller.Image()
-	}
-	for i, t := range req.Topics {
-		name := t.Topic
-		if byID {
-			if ti := im.TopicByID(controller.TopicID(t.TopicID)); ti != nil {
-				name = ti.Name
-			} else {
-				topicErr[i] = fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, controller.TopicID(t.TopicID))
-				continue
-			}
-		}
-		ct := group.CommitTopic{Topic: name}
-		for _, p := range t.Partitions {
-			ct.Partitions = append(ct.Partitions, group.CommitPartition{Partition: p.Partition, Offset: p.Offset,
-				LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata})
-		}
-		cr.Topics = append(cr.Topics, ct)
-	}
-	if req.Version < 6 {
-		for i := range cr.Topics {
-			for j := range cr.Topics[i].Partitions {
-				cr.Topics[i].Partitions[j].LeaderEpoch = -1
-			}
-		}
-	}
+	slots := commitSlots(h.d.Controller.Image(), req, cr)
 	var res *group.CommitResult
 	coord, err := h.groups()
 	switch {
@@ -69,31 +48,66 @@ func handleOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (kms
 	case err == nil && len(cr.Topics) > 0:
 		res, err = coord.Commit(ctx, cr)
 	}
-	next := 0
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		var errs []error
-		if topicErr[i] == nil {
-			if res != nil {
-				errs = res.Errs[next]
-			}
-			next++
-		}
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
-			switch {
-			case topicErr[i] != nil:
-				rp.ErrorCode = errCode(h.d.Logger, topicErr[i])
+			switch s := slots[i][j]; {
+			case s.err != nil:
+				rp.ErrorCode = errCode(h.d.Logger, s.err)
 			case err != nil:
 				rp.ErrorCode = errCode(h.d.Logger, err)
 			default:
-				rp.ErrorCode = errCode(h.d.Logger, errs[j])
+				rp.ErrorCode = errCode(h.d.Logger, res.Errs[s.t][s.p])
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// commitSlots checks every request partition against the metadata image and
+// adds the ones that exist to cr; slots[i][j] says what became of request
+// topic i's partition j.
+func commitSlots(im *controller.Image, req *kmsg.OffsetCommitRequest, cr *group.CommitRequest) [][]commitSlot {
+	byID := req.Version >= 10
+	slots := make([][]commitSlot, len(req.Topics))
+	for i, t := range req.Topics {
+		slots[i] = make([]commitSlot, len(t.Partitions))
+		var ti *controller.Topic
+		var missing error
+		if byID {
+			if ti = im.TopicByID(controller.TopicID(t.TopicID)); ti == nil {
+				missing = fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, controller.TopicID(t.TopicID))
+			}
+		} else if ti = im.Topic(t.Topic); ti == nil {
+			missing = fmt.Errorf("%w: topic %s does not exist", kerr.UnknownTopicOrPartition, t.Topic)
+		}
+		ct := group.CommitTopic{}
+		for j, p := range t.Partitions {
+			switch {
+			case missing != nil:
+				slots[i][j].err = missing
+				continue
+			case p.Partition < 0 || p.Partition >= ti.Partitions:
+				slots[i][j].err = fmt.Errorf("%w: %s has no partition %d", kerr.UnknownTopicOrPartition, ti.Name, p.Partition)
+				continue
+			}
+			epoch := p.LeaderEpoch
+			if req.Version < 6 {
+				epoch = -1
+			}
+			slots[i][j] = commitSlot{t: len(cr.Topics), p: len(ct.Partitions)}
+			ct.Partitions = append(ct.Partitions, group.CommitPartition{Partition: p.Partition, Offset: p.Offset,
+				LeaderEpoch: epoch, Metadata: p.Metadata})
+		}
+		if len(ct.Partitions) > 0 {
+			ct.Topic = ti.Name
+			cr.Topics = append(cr.Topics, ct)
+		}
+	}
+	return slots
 }
