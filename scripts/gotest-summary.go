@@ -6,15 +6,19 @@
 //
 //	go test: 212 passed, 1 failed, 3 skipped (top-level tests in 18 packages; 1 package failed)
 //
+// The line starts with -label (default "go test"), so that two runs (plain
+// and -race) can be told apart.
+//
 // It exits 1 when a package failed or did not build. Lines that are not
 // JSON (e.g. "go: downloading ...") are printed as they are.
 //
-// Usage: go test -json ./... 2>&1 | go run scripts/gotest-summary.go
+// Usage: go test -json ./... 2>&1 | go run scripts/gotest-summary.go [-label NAME]
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -33,6 +37,8 @@ type event struct {
 type counts struct{ pass, fail, skip int }
 
 func main() {
+	label := flag.String("label", "go test", "what the summary line starts with")
+	flag.Parse()
 	var (
 		top, sub      counts
 		pkgs          = map[string]string{} // package → ok | fail | skip
@@ -121,7 +127,7 @@ func main() {
 	for _, name := range failedTests {
 		fmt.Fprintln(out, "FAILED", name)
 	}
-	fmt.Fprintf(out, "go test: %d passed, %d failed, %d skipped (top-level tests in %d packages; subtests: %d passed, %d failed, %d skipped; %d packages failed, %d builds failed)\n",
+	fmt.Fprintf(out, "%s: %d passed, %d failed, %d skipped (top-level tests in %d packages; subtests: %d passed, %d failed, %d skipped; %d packages failed, %d builds failed)\n", *label,
 		top.pass, top.fail, top.skip, len(pkgs), sub.pass, sub.fail, sub.skip, failedPkgs, buildFailures)
 	out.Flush()
 	if failedPkgs > 0 || buildFailures > 0 || top.fail > 0 {

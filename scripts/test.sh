@@ -5,15 +5,20 @@
 #      web console's browser tests; python3 for the conformance runner) with
 #      apt-get, as root or with password-less sudo; without either it says
 #      so and the kcat and browser tests skip themselves (outside CI);
+#      staticcheck (pinned, STATICCHECK_VERSION) with `go install`;
 #   2. builds everything and the gregor binary;
-#   3. runs `go test ./...` (unit and end-to-end tests);
-#   4. runs franz-go's conformance suite against the built binary
+#   3. static checks, each a pass or a fail: `go vet ./...`, `gofmt -l`
+#      (any file listed fails), `staticcheck ./...` (staticcheck.conf says
+#      which checks are off and why), `go mod tidy -diff`;
+#   4. runs `go test ./...` (unit and end-to-end tests); the packages with
+#      concurrency (RACE_PKGS) run under -race instead of the plain run;
+#   5. runs franz-go's conformance suite against the built binary
 #      (scripts/conformance.sh);
-#   5. prints each part's summary and exits non-zero if anything failed.
+#   6. prints each part's summary and exits non-zero if anything failed.
 #
 # Environment:
 #   GOTEST_FLAGS       go test flags (default: -count=1 -timeout=10m)
-#   SKIP_CONFORMANCE   set to skip step 4
+#   SKIP_CONFORMANCE   set to skip step 5
 #   GREGOR_TEST_SUMMARY  file to write the closing summary lines to (.ci/run)
 #   GREGOR_TEST_ARTIFACTS  where tests leave artifacts such as the console
 #                      screenshot (default: $TMPDIR/gregor-test-artifacts; kept)
@@ -43,6 +48,30 @@ if [ -z "${SKIP_CONFORMANCE:-}" ]; then
   ensure_pkg python3 python3 || log "python3 is not available: the conformance runner may fail"
 fi
 
+# staticcheck, pinned: a different version finds different things.
+STATICCHECK_VERSION=2026.2.2
+staticcheck_bin() {
+  local c
+  for c in "$(command -v staticcheck 2>/dev/null)" "$(go env GOPATH)/bin/staticcheck"; do
+    if [ -x "$c" ] && "$c" -version 2>/dev/null | grep -q "staticcheck $STATICCHECK_VERSION "; then
+      echo "$c"
+      return 0
+    fi
+  done
+  local dir="${XDG_CACHE_HOME:-$HOME/.cache}/gregor-tools/staticcheck-$STATICCHECK_VERSION"
+  if [ ! -x "$dir/staticcheck" ]; then
+    log "installing staticcheck $STATICCHECK_VERSION (go install)" >&2
+    GOBIN="$dir" timeout 10m go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" >&2 || return 1
+  fi
+  echo "$dir/staticcheck"
+}
+if STATICCHECK="$(staticcheck_bin)"; then
+  log "staticcheck: $STATICCHECK"
+else
+  STATICCHECK=
+  log "staticcheck $STATICCHECK_VERSION could not be installed: the staticcheck check fails"
+fi
+
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gregor-test.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -58,17 +87,73 @@ if [ "$build_rc" -ne 0 ]; then
 fi
 export GREGOR_BIN="$WORK/gregor"
 
-log "go test ./..."
+# check NAME CMD...: one static check; it fails on a non-zero exit or any output.
+ck_pass=0 ck_fail=0 ck_failed=""
+check() {
+  local name="$1" out rc
+  shift
+  out="$("$@" 2>&1)"
+  rc=$?
+  if [ "$rc" -eq 0 ] && [ -z "$out" ]; then
+    ck_pass=$((ck_pass + 1))
+    log "$name: ok"
+  else
+    ck_fail=$((ck_fail + 1))
+    ck_failed="$ck_failed $name"
+    log "$name: FAILED"
+    printf '%s\n' "$out"
+  fi
+}
+log "static checks"
+check "go vet" timeout 10m go vet ./...
+check "gofmt -l" gofmt -l cmd internal test scripts
+if [ -n "$STATICCHECK" ]; then
+  check "staticcheck" timeout 10m "$STATICCHECK" ./...
+else
+  check "staticcheck" sh -c 'echo "staticcheck $0 is not installed"; exit 1' "$STATICCHECK_VERSION"
+fi
+check "go mod tidy -diff" timeout 5m go mod tidy -diff
+checks_line="checks: $ck_pass passed, $ck_fail failed (go vet, gofmt -l, staticcheck, go mod tidy -diff)"
+[ -n "$ck_failed" ] && checks_line="$checks_line; failed:$ck_failed"
+
+# The packages with goroutines and locks of their own run under -race (and
+# only so: a second, plain run of them would add time and find nothing new).
+RACE_PKGS="./internal/server ./internal/replica ./internal/log ./internal/coord ./internal/group ./internal/cleaner ./internal/api"
 # shellcheck disable=SC2086
-timeout --kill-after=30 20m go test -json ${GOTEST_FLAGS:--count=1 -timeout=10m} ./... 2>&1 |
-  "$WORK/gotest-summary" | tee "$WORK/gotest.out"
-ps=("${PIPESTATUS[@]}")
-gotest_rc=$(( ps[0] | ps[1] ))
-gotest_line="$(grep -E '^go test: ' "$WORK/gotest.out" | tail -n 1)"
-[ -n "$gotest_line" ] || gotest_line="go test: no summary (exit $gotest_rc)"
-read -r gt_pass gt_fail gt_skip < <(echo "$gotest_line" | sed -nE 's/^go test: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped.*/\1 \2 \3/p')
+race_paths="$(go list $RACE_PKGS)"
+plain_paths="$(go list ./... | grep -vxF "$race_paths")"
+
+# gotest LABEL OUT FLAGS PKGS...: go test -json through gotest-summary;
+# sets gt_rc and gt_line.
+gotest() {
+  local label="$1" out="$2" flags="$3"
+  shift 3
+  # shellcheck disable=SC2086
+  timeout --kill-after=30 20m go test -json $flags "$@" 2>&1 |
+    "$WORK/gotest-summary" -label "$label" | tee "$out"
+  local ps=("${PIPESTATUS[@]}")
+  gt_rc=$(( ps[0] | ps[1] ))
+  gt_line="$(grep -E "^$label: " "$out" | tail -n 1)"
+  [ -n "$gt_line" ] || gt_line="$label: no summary (exit $gt_rc)"
+}
+# counts LINE: "N passed, N failed, N skipped" of a summary line.
+counts() { echo "$1" | sed -nE 's/^[^:]+: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped.*/\1 \2 \3/p'; }
+
+log "go test ./... (without the -race packages)"
+# shellcheck disable=SC2086
+gotest "go test" "$WORK/gotest.out" "${GOTEST_FLAGS:--count=1 -timeout=10m}" $plain_paths
+gotest_rc=$gt_rc gotest_line=$gt_line
+read -r gt_pass gt_fail gt_skip < <(counts "$gotest_line")
 gt_pass=${gt_pass:-0} gt_fail=${gt_fail:-0} gt_skip=${gt_skip:-0}
 [ "$gotest_rc" -ne 0 ] && [ "$gt_fail" -eq 0 ] && gt_fail=1
+
+log "go test -race $RACE_PKGS"
+# shellcheck disable=SC2086
+gotest "go test -race" "$WORK/gotest-race.out" "-race ${GOTEST_FLAGS:--count=1 -timeout=10m}" $race_paths
+race_rc=$gt_rc race_line=$gt_line
+read -r rc_pass rc_fail rc_skip < <(counts "$race_line")
+rc_pass=${rc_pass:-0} rc_fail=${rc_fail:-0} rc_skip=${rc_skip:-0}
+[ "$race_rc" -ne 0 ] && [ "$rc_fail" -eq 0 ] && rc_fail=1
 
 conf_rc=0 cf_pass=0 cf_fail=0 cf_skip=0 conf_line="conformance: not run (SKIP_CONFORMANCE set)"
 if [ -z "${SKIP_CONFORMANCE:-}" ]; then
@@ -91,12 +176,14 @@ if [ -z "${SKIP_CONFORMANCE:-}" ]; then
   [ "$conf_rc" -ne 0 ] && [ "$cf_fail" -eq 0 ] && cf_fail=1
 fi
 
-summary="$gotest_line
+summary="$checks_line
+$gotest_line
+$race_line
 $conf_line
 artifacts: $GREGOR_TEST_ARTIFACTS
 time: $(( $(date +%s) - start ))s
-total: $(( gt_pass + cf_pass )) passed, $(( gt_fail + cf_fail )) failed, $(( gt_skip + cf_skip )) skipped"
+total: $(( ck_pass + gt_pass + rc_pass + cf_pass )) passed, $(( ck_fail + gt_fail + rc_fail + cf_fail )) failed, $(( gt_skip + rc_skip + cf_skip )) skipped"
 echo
 echo "$summary"
 if [ -n "${GREGOR_TEST_SUMMARY:-}" ]; then echo "$summary" >"$GREGOR_TEST_SUMMARY"; fi
-[ "$gotest_rc" -eq 0 ] && [ "$conf_rc" -eq 0 ]
+[ "$ck_fail" -eq 0 ] && [ "$gotest_rc" -eq 0 ] && [ "$race_rc" -eq 0 ] && [ "$conf_rc" -eq 0 ]

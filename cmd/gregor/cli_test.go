@@ -150,5 +150,3 @@ func section(t *testing.T, out, prefix string) string {
 	t.Fatalf("no block starting with %q in:\n%s", prefix, out)
 	return ""
 }
-
-func ptr[T any](v T) *T { return &v }

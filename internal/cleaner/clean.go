@@ -134,7 +134,7 @@ func (rd *round) buildOffsetMap(start, upper int64) ([]abortedTxn, error) {
 	if err := rd.mapRange(start, upper, scan); err != nil {
 		return nil, err
 	}
-	firstUnknown := scan.finish()
+	scan.finish()
 	if !scan.redo {
 		return scan.aborted, nil
 	}
@@ -150,7 +150,7 @@ func (rd *round) buildOffsetMap(start, upper int64) ([]abortedTxn, error) {
 		return nil, err
 	}
 	end := upper
-	if firstUnknown = headers.finish(); firstUnknown >= 0 {
+	if firstUnknown := headers.finish(); firstUnknown >= 0 {
 		end = min(end, firstUnknown)
 	}
 	final := newTxnScan(headers.aborted)

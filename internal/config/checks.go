@@ -71,18 +71,6 @@ func oneOf(valid ...string) option {
 	})
 }
 
-func oneOfFold(valid ...string) option {
-	return withCheck(func(name string, v any) error {
-		s, _ := v.(string)
-		for _, ok := range valid {
-			if strings.EqualFold(s, ok) {
-				return nil
-			}
-		}
-		return invalidValue(name, s, "String must be one of (case insensitive): "+strings.Join(valid, ", "))
-	})
-}
-
 // listOf is Kafka's ValidList (KIP-1161 form): no duplicates, no empty
 // items, optionally non-empty, and, if valid is given, only those items.
 func listOf(emptyAllowed bool, valid ...string) option {

@@ -57,11 +57,6 @@ func (t *timers) schedule(k timerKey, at int64) {
 
 func (t *timers) cancel(k timerKey) { delete(t.live, k) }
 
-func (t *timers) scheduled(k timerKey) bool {
-	_, ok := t.live[k]
-	return ok
-}
-
 func (t *timers) prune() {
 	for len(t.h) > 0 {
 		e := t.h[0]

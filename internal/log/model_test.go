@@ -64,12 +64,6 @@ func (m *logModel) firstAtOrAfter(off int64) int {
 	return len(m.batches)
 }
 
-// known reports whether the log keeps state for pid.
-func (m *logModel) known(pid int64) bool {
-	_, ok := m.producers[pid]
-	return ok
-}
-
 func (m *logModel) seqFor(pid int64) int32 {
 	if b, ok := m.producers[pid]; ok {
 		return b.seq + int32(b.last-b.base) + 1
