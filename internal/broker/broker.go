@@ -97,6 +97,9 @@ func New(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := static.CheckServable(); err != nil {
+		return nil, err
+	}
 	for _, name := range static.Unknown() {
 		o.Logger.Warn("ignoring unknown broker config", "name", name)
 	}
@@ -172,6 +175,9 @@ func (b *Broker) Start() error {
 		return err
 	}
 	if err := b.applyBrokerConfigs(b.ctrl.Image()); err != nil {
+		return err
+	}
+	if err := checkInternalTopics(b.Config(), b.ctrl); err != nil {
 		return err
 	}
 	b.adm.SetReady("metadata", true)
