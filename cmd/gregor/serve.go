@@ -19,13 +19,15 @@ import (
 // Single-node defaults for `gregor serve` with no flags: Kafka's KRaft
 // combined-mode identity, a loopback listener and a local data directory.
 var serveDefaults = map[string]string{
-	"node.id":                          "1",
-	"process.roles":                    "broker,controller",
-	"controller.listener.names":        "CONTROLLER",
-	"listeners":                        "PLAINTEXT://127.0.0.1:9092",
-	"listener.security.protocol.map":   "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-	"log.dirs":                         "./gregor-data",
-	"offsets.topic.replication.factor": "1",
+	"node.id":                                  "1",
+	"process.roles":                            "broker,controller",
+	"controller.listener.names":                "CONTROLLER",
+	"listeners":                                "PLAINTEXT://127.0.0.1:9092",
+	"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+	"log.dirs":                                 "./gregor-data",
+	"offsets.topic.replication.factor":         "1",
+	"transaction.state.log.replication.factor": "1",
+	"transaction.state.log.min.isr":            "1",
 }
 
 // configFlags are the flags that make the broker configuration: serve and

@@ -96,14 +96,6 @@ func TestGroupRequestsBeforeTheOffsetsTopicExist(t *testing.T) {
 	}
 }
 
-func TestOffsetsTopicReplicationFactorTooHigh(t *testing.T) {
-	b := groupBroker(t, map[string]string{"offsets.topic.replication.factor": "3"})
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.CoordinatorKey = "g"
-	fr := groupReq[*kmsg.FindCoordinatorResponse](t, b, fc, 0)
-	wantCode(t, "FindCoordinator v0", fr.ErrorCode, kerr.CoordinatorNotAvailable)
-}
-
 func TestOldAndNewVersions(t *testing.T) {
 	b := groupBroker(t, nil)
 	brokertest.CreateTopic(t, b.AdminClient(), "t", 2, nil)

@@ -147,8 +147,21 @@ func (c *Coordinator) EnsureTopic() error {
 	if c.o.Topics.Image().Topic(OffsetsTopic) != nil {
 		return nil
 	}
-	b := c.o.Config()
-	_, err := c.o.Topics.CreateTopic(controller.CreateTopicRequest{
+	_, err := c.o.Topics.CreateTopic(OffsetsTopicRequest(c.o.Config()), false)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		c.o.Logger.Warn("cannot create "+OffsetsTopic, "err", err)
+		return fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, OffsetsTopic, err)
+	}
+	return nil
+}
+
+// OffsetsTopicRequest is how the coordinator creates __consumer_offsets
+// under broker configuration b (Kafka's GroupCoordinator
+// groupMetadataTopicConfigs): offsets.topic.num.partitions partitions,
+// offsets.topic.replication.factor replicas, compacted, stored as producers
+// compressed it, segment.bytes=offsets.topic.segment.bytes.
+func OffsetsTopicRequest(b *config.Broker) controller.CreateTopicRequest {
+	return controller.CreateTopicRequest{
 		Name:              OffsetsTopic,
 		NumPartitions:     b.Int("offsets.topic.num.partitions"),
 		ReplicationFactor: int16(b.Int("offsets.topic.replication.factor")),
@@ -158,12 +171,7 @@ func (c *Coordinator) EnsureTopic() error {
 			"segment.bytes":    strconv.Itoa(int(b.Int("offsets.topic.segment.bytes"))),
 		},
 		Internal: true,
-	}, false)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		c.o.Logger.Warn("cannot create "+OffsetsTopic, "err", err)
-		return fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, OffsetsTopic, err)
 	}
-	return nil
 }
 
 // PartitionFor is the __consumer_offsets partition coordinating group, from

@@ -32,14 +32,16 @@ type Broker struct {
 // ports, fast checkpoints.
 func Props(dir string) map[string]string {
 	return map[string]string{
-		"node.id":                          "1",
-		"process.roles":                    "broker,controller",
-		"controller.listener.names":        "CONTROLLER",
-		"listeners":                        "PLAINTEXT://127.0.0.1:0",
-		"listener.security.protocol.map":   "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"log.dirs":                         dir,
-		"gregor.admin.listen":              "127.0.0.1:0",
-		"offsets.topic.replication.factor": "1",
+		"node.id":                                  "1",
+		"process.roles":                            "broker,controller",
+		"controller.listener.names":                "CONTROLLER",
+		"listeners":                                "PLAINTEXT://127.0.0.1:0",
+		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"log.dirs":                                 dir,
+		"gregor.admin.listen":                      "127.0.0.1:0",
+		"offsets.topic.replication.factor":         "1",
+		"transaction.state.log.replication.factor": "1",
+		"transaction.state.log.min.isr":            "1",
 	}
 }
 
