@@ -49,6 +49,12 @@ type fetchPart struct {
 	err    error
 	sp     *replica.SessionPartition // the session's record (or a standalone one)
 	hosted *replica.Partition
+	// unknown: the metadata holds no such topic or partition. As in Kafka,
+	// whose KafkaApis answers these before the replica manager reads
+	// anything, the error does not end a long poll that has partitions to
+	// wait for (a consumer of a deleted topic and a live one is not sent
+	// back at once, again and again).
+	unknown bool
 }
 
 func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -128,6 +134,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 				hosted = append(hosted, fp.hosted)
 			}
 		}
+		fp.unknown = fp.err != nil && fp.hosted == nil
 		parts[i] = fp
 	}
 
@@ -246,7 +253,8 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, maxBytes int32, parts []fetc
 		res := &out[i]
 		res.hw, res.lso, res.logStart = -1, -1, -1
 		if fp.err != nil {
-			res.err, anyErr = fp.err, true
+			res.err = fp.err
+			anyErr = anyErr || !fp.unknown
 			continue
 		}
 		l := fp.hosted.Log

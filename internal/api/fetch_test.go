@@ -310,3 +310,74 @@ func TestLongPollHoldsOneRegistrationPerPartition(t *testing.T) {
 		t.Fatalf("answered fetch left %d fetches and %d registrations waiting", fetches, regs)
 	}
 }
+
+// A partition the metadata does not hold (its topic deleted, or never
+// created) does not end a long poll that has a live partition to wait for,
+// as in Kafka: the fetch waits for data on the live one and then answers
+// UNKNOWN_TOPIC_OR_PARTITION for the other. A fetch of nothing but unknown
+// partitions is answered at once.
+func TestUnknownPartitionDoesNotEndLongPoll(t *testing.T) {
+	f := newLogAPI(t)
+	f.createTopic("live", 1, nil)
+	req := f.fetchRequest("live", []int64{0}, 1<<20, 1<<20)
+	req.MaxWaitMillis = 10_000
+	gone := kmsg.NewFetchRequestTopic()
+	gone.Topic = "gone"
+	gp := kmsg.NewFetchRequestTopicPartition()
+	gp.CurrentLeaderEpoch, gp.LogStartOffset, gp.PartitionMaxBytes = -1, -1, 1<<20
+	gone.Partitions = append(gone.Partitions, gp)
+	req.Topics = append(req.Topics, gone)
+	type result struct {
+		resp kmsg.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	before := f.fetchRequestsServed()
+	go func() {
+		resp, err := f.cl.SeedBrokers()[0].Request(f.ctx, req)
+		done <- result{resp, err}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for f.fetchRequestsServed() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the broker did not take the fetch request")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("fetch answered before the live partition had data: %v", r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	f.produceSized("live", 0, 1024)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	resp := r.resp.(*kmsg.FetchResponse)
+	unknown := kerr.UnknownTopicOrPartition // v13+ names topics by id
+	if resp.Version >= 13 {
+		unknown = kerr.UnknownTopicID
+	}
+	if len(resp.Topics) != 2 || len(resp.Topics[0].Partitions[0].RecordBatches) == 0 ||
+		resp.Topics[1].Partitions[0].ErrorCode != unknown.Code {
+		t.Fatalf("fetch (v%d) answered %d topics; live records %d bytes, unknown partition %v", resp.Version,
+			len(resp.Topics), len(resp.Topics[0].Partitions[0].RecordBatches), kerr.ErrorForCode(resp.Topics[1].Partitions[0].ErrorCode))
+	}
+
+	only := kmsg.NewPtrFetchRequest()
+	only.ReplicaID, only.MaxWaitMillis, only.MinBytes, only.MaxBytes = -1, 10_000, 1, 1<<20
+	only.SessionID, only.SessionEpoch = 0, -1
+	only.Topics = []kmsg.FetchRequestTopic{gone}
+	start := time.Now()
+	resp2, err := f.cl.SeedBrokers()[0].Request(f.ctx, only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a fetch of only unknown partitions waited %v", took)
+	}
+	if c := resp2.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode; c != unknown.Code {
+		t.Fatalf("unknown partition answered %v", kerr.ErrorForCode(c))
+	}
+}
