@@ -14,8 +14,10 @@ import (
 // (type 0) create __consumer_offsets on first use and are coordinated by this
 // broker; COORDINATOR_NOT_AVAILABLE while the topic cannot be created (for
 // example offsets.topic.replication.factor above the number of brokers).
-// Deviation: transaction (1) and share (2) coordinators do not exist yet, so
-// those key types are INVALID_REQUEST.
+// Transaction keys (1) are answered COORDINATOR_NOT_AVAILABLE, as Kafka
+// answers them while __transaction_state cannot be created: Gregor has no
+// transaction coordinator yet. Deviation: share-group keys (2) are
+// INVALID_REQUEST (share groups are not built).
 func init() { register(kmsg.FindCoordinator.Int16(), 0, 6, handleFindCoordinator) }
 
 func handleFindCoordinator(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -56,7 +58,7 @@ func (h *Handler) findCoordinator(keyType int8, key string) error {
 		}
 		return g.EnsureTopic()
 	case 1:
-		return fmt.Errorf("%w: transactions are not supported yet (no transaction coordinator for %q)", kerr.InvalidRequest, key)
+		return fmt.Errorf("%w: Gregor has no transaction coordinator yet (transactional id %q)", kerr.CoordinatorNotAvailable, key)
 	case 2:
 		return fmt.Errorf("%w: share groups are not supported", kerr.InvalidRequest)
 	default:

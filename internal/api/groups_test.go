@@ -87,7 +87,7 @@ func TestGroupRequestsBeforeTheOffsetsTopicExist(t *testing.T) {
 	fc = kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey, fc.CoordinatorType = "txn", 1
 	fr = groupReq[*kmsg.FindCoordinatorResponse](t, b, fc, 3)
-	wantCode(t, "FindCoordinator for a transaction", fr.ErrorCode, kerr.InvalidRequest)
+	wantCode(t, "FindCoordinator for a transaction", fr.ErrorCode, kerr.CoordinatorNotAvailable)
 
 	// Clients cannot write to the internal topic.
 	p := b.Client(kgo.DefaultProduceTopic("__consumer_offsets"))

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -218,8 +217,8 @@ func TestInitProducerID(t *testing.T) {
 		{"id without epoch", nil, last, -1, kerr.InvalidRequest, 5},
 		{"epoch without id", nil, -1, 2, kerr.InvalidRequest, 3},
 		{"empty transactional id", kmsg.StringPtr(""), -1, -1, kerr.InvalidRequest, 5},
-		{"transactional id", kmsg.StringPtr("txn-1"), -1, -1, kerr.UnsupportedVersion, 5},
-		{"transactional id, v0", kmsg.StringPtr("txn-1"), -1, -1, kerr.UnsupportedVersion, 0},
+		{"transactional id", kmsg.StringPtr("txn-1"), -1, -1, kerr.NotCoordinator, 5},
+		{"transactional id, v0", kmsg.StringPtr("txn-1"), -1, -1, kerr.NotCoordinator, 0},
 	} {
 		resp := f.initProducerID(tc.txn, tc.id, tc.epoch, f.pinned(kmsg.InitProducerID, tc.versionAt))
 		f.wantCode(tc.name, resp.ErrorCode, tc.want)
@@ -237,23 +236,4 @@ func TestInitProducerID(t *testing.T) {
 	if id := fresh("after restart", f.initProducerID(nil, -1, -1)); id <= maxID {
 		t.Fatalf("after restart got producer id %d, not above %d", id, maxID)
 	}
-}
-
-// A kgo client with a transactional id fails at once instead of retrying
-// until it times out. (While FindCoordinator is not served, that is what
-// refuses it; InitProducerId refuses it next.)
-func TestTransactionalProducerRefused(t *testing.T) {
-	f := newLogAPI(t)
-	f.createTopic("txn", 1, nil)
-	cl := f.b.Client(kgo.TransactionalID("txn-a"), kgo.DefaultProduceTopic("txn"))
-	ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
-	defer cancel()
-	err := cl.BeginTransaction()
-	if err == nil {
-		err = cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr()
-	}
-	if err == nil {
-		t.Fatal("a transactional producer was accepted")
-	}
-	t.Logf("transactional producer failed with: %v", err)
 }

@@ -21,15 +21,15 @@ import (
 // ProducerId and ProducerEpoch set (not -1) is INVALID_REQUEST, and an empty
 // transactional id is INVALID_REQUEST.
 //
-// Deviation: transactions are not implemented yet. A non-empty transactional
-// id is answered UNSUPPORTED_VERSION and logged. Kafka has no code meaning
-// "this broker has no transaction coordinator"; its coordinator answers
-// UNSUPPORTED_VERSION to InitProducerId features it does not serve (Kafka
-// 4.2, KIP-939's KeepPreparedTxn), and clients take it as fatal at once (Java:
-// "Unexpected error in InitProducerIdResponse; The version of API is not
-// supported.", franz-go: UNSUPPORTED_VERSION), whereas COORDINATOR_NOT_AVAILABLE
-// would have them retry until they time out, and
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED would send the user to the ACLs.
+// Transactions are not built yet: this broker coordinates no
+// __transaction_state partition, so a non-empty transactional id gets what
+// Kafka's transaction coordinator answers on a broker that is not the
+// coordinator of the id's partition, NOT_COORDINATOR, after Kafka's own
+// checks (INVALID_TRANSACTION_TIMEOUT for a timeout that is not positive or
+// exceeds transaction.max.timeout.ms). Clients then look the coordinator up
+// with FindCoordinator, which answers COORDINATOR_NOT_AVAILABLE, and retry
+// until their own timeout, as against a Kafka cluster whose
+// __transaction_state cannot be created.
 func init() { register(kmsg.InitProducerID.Int16(), 0, 5, handleInitProducerID) }
 
 func handleInitProducerID(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -54,9 +54,13 @@ func (h *Handler) initProducerID(req *kmsg.InitProducerIDRequest, r *server.Requ
 		if *txn == "" {
 			return -1, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
 		}
-		h.d.Logger.Warn("refusing InitProducerId for a transactional producer: transactions are not supported yet",
+		if maxMs := h.d.Config().Int("transaction.max.timeout.ms"); req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > maxMs {
+			return -1, fmt.Errorf("%w: transaction timeout %d ms is not in (0, transaction.max.timeout.ms=%d]",
+				kerr.InvalidTransactionTimeout, req.TransactionTimeoutMillis, maxMs)
+		}
+		h.d.Logger.Debug("InitProducerId for a transactional producer: no transaction coordinator here",
 			"transactional_id", *txn, "client", clientID(r), "remote", r.Conn.Remote)
-		return -1, kerr.UnsupportedVersion
+		return -1, fmt.Errorf("%w: this broker has no transaction coordinator (transactions are not built yet)", kerr.NotCoordinator)
 	}
 	return h.d.ProducerIDs()
 }

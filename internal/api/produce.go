@@ -17,10 +17,23 @@ import (
 // Produce, versions 3-13 (Kafka 4.2; v0-v2 were removed in Kafka 4.0).
 // acks 0, 1 and -1 (all). Each partition's records must be exactly one v2
 // batch. v13 names topics by id. Record-level errors (v8+) are returned for
-// INVALID_RECORD and INVALID_TIMESTAMP, as Kafka does. Transactional
-// batches are refused until the transaction coordinator exists.
-// With acks=0 no response is sent; if any partition failed, the connection
-// is closed so the client notices, as Kafka does.
+// INVALID_RECORD and INVALID_TIMESTAMP, as Kafka does. The error message
+// (v8+) is what Kafka would say; an UNKNOWN_SERVER_ERROR's details stay in
+// the broker's log. With acks=0 no response is sent; if any partition
+// failed, the connection is closed so the client notices, as Kafka does.
+//
+// Transactional batches get what Kafka answers while no transaction
+// coordinator can be found (Gregor has none yet): a request with
+// transactional records but no transactional id is refused whole with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (KafkaApis); with an id, each
+// partition holding a transactional batch is answered NOT_ENOUGH_REPLICAS,
+// "Unable to verify the partition has been added to the transaction.
+// Underlying error: COORDINATOR_NOT_AVAILABLE" (ReplicaManager's
+// translation of the failed verification), and nothing is appended; the
+// other partitions are appended as usual. Deviation: Kafka skips that
+// verification when transaction.partition.verification.enable=false and
+// appends; Gregor refuses regardless, since no coordinator could ever end
+// such a transaction and its open batches would pin the last stable offset.
 func init() { register(kmsg.Produce.Int16(), 3, 13, handleProduce) }
 
 func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -34,7 +47,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		ke := kafkaError(h.d.Logger, err)
 		sp.ErrorCode = ke.Code
 		if req.Version >= 8 && err != ke {
-			sp.ErrorMessage = errMessage(err)
+			sp.ErrorMessage = kafkaMessage(err)
 		}
 		if re, ok := record.IsRecordError(err); ok && req.Version >= 8 {
 			er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
@@ -54,6 +67,10 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		pend   *replica.Pending
 	}
 	var waits []waiting
+	var txnErr error
+	if req.TransactionID == nil && hasTransactionalRecords(req) {
+		txnErr = fmt.Errorf("%w: transactional records in a produce request without a transactional id", kerr.TransactionalIDAuthorizationFailed)
+	}
 	var nameBuf [4]string
 	names := nameBuf[:0] // names[i] is resp.Topics[i]'s name
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
@@ -72,6 +89,8 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 			var err error
 			var pend *replica.Pending
 			switch {
+			case txnErr != nil:
+				err = txnErr
 			case !acksOK:
 				err = kerr.InvalidRequiredAcks
 			case terr != nil:
@@ -127,10 +146,8 @@ func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition i
 	if err != nil {
 		return nil, err
 	}
-	if len(records) >= record.HeaderSize {
-		if hdr, err := record.ParseHeader(records); err == nil && hdr.Transactional() {
-			return nil, fmt.Errorf("%w: transactions are not supported yet", kerr.TransactionalIDAuthorizationFailed)
-		}
+	if transactional(records) {
+		return nil, errTxnUnverifiable
 	}
 	pend, err := h.d.Replicas.AppendNoWait(topicpart.TopicPartition{Topic: topic, Partition: partition}, records, req.Acks, log.OriginClient)
 	if err != nil {
@@ -141,4 +158,32 @@ func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition i
 	sp.LogAppendTime = pend.Result.LogAppendTime
 	sp.LogStartOffset = pend.Result.LogStartOffset
 	return &pend, nil
+}
+
+// errTxnUnverifiable is Kafka's answer to a transactional batch whose
+// partition cannot be verified as part of the transaction because the
+// transaction coordinator is not available.
+var errTxnUnverifiable = fmt.Errorf("%w: Unable to verify the partition has been added to the transaction. Underlying error: COORDINATOR_NOT_AVAILABLE",
+	kerr.NotEnoughReplicas)
+
+// transactional reports whether records start with a transactional batch.
+func transactional(records []byte) bool {
+	if len(records) < record.HeaderSize {
+		return false
+	}
+	h, err := record.ParseHeader(records)
+	return err == nil && h.Transactional()
+}
+
+// hasTransactionalRecords is Kafka's RequestUtils.hasTransactionalRecords:
+// whether any partition's records start with a transactional batch.
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if transactional(p.Records) {
+				return true
+			}
+		}
+	}
+	return false
 }
