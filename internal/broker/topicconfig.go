@@ -3,6 +3,7 @@ package broker
 import (
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/record"
 )
 
 // LogConfig turns a resolved topic config, and the broker-level settings a
@@ -27,6 +28,7 @@ func LogConfig(t config.Topic, b *config.Broker) log.Config {
 		FlushMessages:      t.FlushMessages,
 		FlushMs:            t.FlushMs,
 		Preallocate:        t.Preallocate,
+		Compression:        compression(t),
 
 		DeleteRetentionMs:      t.DeleteRetentionMs,
 		MinCompactionLagMs:     t.MinCompactionLagMs,
@@ -35,4 +37,22 @@ func LogConfig(t config.Topic, b *config.Broker) log.Config {
 
 		ProducerIDExpirationMs: b.Long("producer.id.expiration.ms"),
 	}
+}
+
+// compression turns compression.type and its codec's level into what the log
+// stores batches in.
+func compression(t config.Topic) record.Compression {
+	switch t.CompressionType {
+	case "uncompressed":
+		return record.Compression{Recompress: true, Codec: record.CodecNone}
+	case "gzip":
+		return record.Compression{Recompress: true, Codec: record.CodecGzip, Level: int(t.CompressionGzipLevel)}
+	case "snappy":
+		return record.Compression{Recompress: true, Codec: record.CodecSnappy}
+	case "lz4":
+		return record.Compression{Recompress: true, Codec: record.CodecLz4, Level: int(t.CompressionLz4Level)}
+	case "zstd":
+		return record.Compression{Recompress: true, Codec: record.CodecZstd, Level: int(t.CompressionZstdLevel)}
+	}
+	return record.Compression{} // producer
 }

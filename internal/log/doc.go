@@ -28,7 +28,10 @@
 // A partition directory <topic>-<partition> holds, per segment with base
 // offset B (20 digits, zero padded):
 //   - B.log: v2 record batches, byte for byte as produced, with base offset
-//     and partition leader epoch assigned;
+//     and partition leader epoch assigned; a client batch whose codec is not
+//     the topic's compression.type (Config.Compression, unless producer) is
+//     stored as record.Recompress rebuilt it, as Kafka's LogValidator does,
+//     and must still fit max.message.bytes;
 //   - B.index: 8-byte entries (int32 offset relative to B, int32 byte position
 //     of the batch), one per index.interval.bytes of log, keyed by the batch's
 //     last offset; preallocated to segment.index.bytes while the segment is

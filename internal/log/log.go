@@ -36,6 +36,11 @@ type Config struct {
 	FlushMs            int64 // flush.ms
 	Preallocate        bool  // preallocate (accepted; files grow as written)
 
+	// Compression is compression.type with its codec's level: client
+	// batches in another codec are rebuilt in this one (the zero value,
+	// producer, keeps every batch as it came).
+	Compression record.Compression
+
 	// ProducerIDExpirationMs is the broker's producer.id.expiration.ms: a
 	// producer idle that long (no open transaction) is forgotten by
 	// RemoveExpiredProducers and skipped when producer state is loaded.
@@ -271,11 +276,15 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 	var h record.Header
 	var err error
 	if origin == OriginClient {
-		h, err = record.ValidateProduce(batch, &record.ProduceOptions{
+		opts := record.ProduceOptions{
 			MaxBatchBytes: int(cfg.MaxMessageBytes), RequireKeys: cfg.Compact, LogAppendTime: cfg.LogAppendTime,
 			NowMs: now, BeforeMaxMs: cfg.TimestampBeforeMs, AfterMaxMs: cfg.TimestampAfterMs,
 			MaxDecompressed: int(cfg.MaxMessageBytes) * 64,
-		})
+		}
+		h, err = record.ValidateProduce(batch, &opts)
+		if err == nil && cfg.Compression.Recompresses(h.Codec()) {
+			batch, h, err = recompress(batch[:h.Size()], &h, cfg, &opts)
+		}
 	} else {
 		h, err = record.ValidateStored(batch)
 		if err == nil && h.Size() != len(batch) {
@@ -316,6 +325,21 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 	}
 	return AppendResult{BaseOffset: leo, LastOffset: h.LastOffset(), LogAppendTime: appendTime,
 		LogStartOffset: l.logStart.Load()}, nil
+}
+
+// recompress rebuilds a client batch in the topic's codec and checks the
+// rebuilt size against max.message.bytes again, as Kafka's UnifiedLog does
+// when the validator may have changed it.
+func recompress(batch []byte, h *record.Header, cfg *Config, opts *record.ProduceOptions) ([]byte, record.Header, error) {
+	out, nh, err := record.Recompress(batch, h, cfg.Compression, opts)
+	if err != nil {
+		return nil, *h, err
+	}
+	if cfg.MaxMessageBytes > 0 && len(out) > int(cfg.MaxMessageBytes) {
+		return nil, *h, fmt.Errorf("%w: message batch size is %d bytes after recompression to %s, which exceeds the maximum configured size of %d",
+			record.ErrTooLarge, len(out), cfg.Compression.Codec, cfg.MaxMessageBytes)
+	}
+	return out, nh, nil
 }
 
 // appendAsFollower appends the leader's batches unchanged, checking that they

@@ -10,6 +10,15 @@
 // bounded by a caller-supplied output cap: a length field is never trusted
 // to size an allocation.
 //
+// Recompress is the one place a batch is rebuilt rather than patched:
+// Kafka's LogValidator rebuilds a client batch whose codec differs from the
+// topic's compression.type (unless that is producer). It decompresses with
+// the cap, checks every record, re-encodes them (offset deltas 0..n-1,
+// timestamps relative to the first record's) and compresses with kgo's
+// compressor for the codec at the topic's compression.<codec>.level; the
+// producer fields and transactional flag are kept, the length and CRC are
+// new.
+//
 // ValidateProduce walks a produced batch's records (Kafka's LogValidator
 // does) with a skim that decodes nothing into a Record; a record it refuses
 // is decoded again by checkRecord, which words the error. The two must agree
