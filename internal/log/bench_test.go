@@ -16,11 +16,15 @@ import (
 // limits measured the same hour (dd with oflag=dsync for fsync'd writes, dd
 // of a cached file for page-cache reads): the ratios matter, not the MB/s.
 
-func benchOpen(b *testing.B) *Log {
+func benchOpen(b *testing.B) *Log { return benchOpenWith(b, false) }
+
+// benchOpenWith opens a bench log with preallocate on or off.
+func benchOpenWith(b *testing.B, preallocate bool) *Log {
 	b.Helper()
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 256 << 20
 	cfg.TimestampAfterMs = -1
+	cfg.Preallocate = preallocate
 	l, err := Open(Options{FS: vfs.OS(), Clock: clock.Real{}, Dir: filepath.Join(b.TempDir(), "bench-0"), Config: cfg,
 		Logger: discardLogger(), RecoveryPoint: -1, LogStartOffset: -1, HighWatermark: -1})
 	if err != nil {
@@ -63,23 +67,31 @@ func BenchmarkAppend(b *testing.B) {
 			}
 		}
 	})
-	// One appender syncing after every append: an fsync per batch.
-	b.Run("sync-each", func(b *testing.B) {
-		l := benchOpen(b)
-		batch := benchBatch(b)
-		b.SetBytes(int64(len(batch)))
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			res, err := l.Append(batch, OriginClient, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := l.SyncTo(res.LastOffset + 1); err != nil {
-				b.Fatal(err)
-			}
+	// One appender syncing after every append: an fsync per batch; with
+	// preallocate the file already has its length (sparse), so an fdatasync
+	// need not record a new file size.
+	for _, prealloc := range []bool{false, true} {
+		name := "sync-each"
+		if prealloc {
+			name += "-preallocate"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			l := benchOpenWith(b, prealloc)
+			batch := benchBatch(b)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, err := l.Append(batch, OriginClient, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.SyncTo(res.LastOffset + 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 	for _, appenders := range []int{4, 16} {
 		b.Run(fmt.Sprintf("groupcommit-%d", appenders), func(b *testing.B) {
 			l := benchOpen(b)

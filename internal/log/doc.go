@@ -32,6 +32,10 @@
 //     the topic's compression.type (Config.Compression, unless producer) is
 //     stored as record.Recompress rebuilt it, as Kafka's LogValidator does,
 //     and must still fit max.message.bytes;
+//   - with preallocate, a new B.log starts at segment.bytes (Kafka's
+//     RandomAccessFile.setLength: a sparse file, no block written) and is
+//     trimmed to its data when the segment rolls and when the log closes;
+//     after a crash recovery cuts the zero-filled end like any bad tail;
 //   - B.index: 8-byte entries (int32 offset relative to B, int32 byte position
 //     of the batch), one per index.interval.bytes of log, keyed by the batch's
 //     last offset; preallocated to segment.index.bytes while the segment is

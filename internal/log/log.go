@@ -34,7 +34,7 @@ type Config struct {
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
 	FlushMessages      int64 // flush.messages
 	FlushMs            int64 // flush.ms
-	Preallocate        bool  // preallocate (accepted; files grow as written)
+	Preallocate        bool  // preallocate: new segment files start at SegmentBytes (sparse)
 
 	// Compression is compression.type with its codec's level: client
 	// batches in another codec are rebuilt in this one (the zero value,
@@ -396,6 +396,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) error {
 		if terr := seg.file.Truncate(pos); terr != nil {
 			return l.fail(errors.Join(err, fmt.Errorf("cutting back: %w", terr)))
 		}
+		seg.preallocated = false
 		return l.ioErr(err)
 	}
 	if err := l.indexBatch(seg, h, pos); err != nil {
@@ -487,8 +488,12 @@ func (l *Log) rollLocked(base int64, now int64) (*segment, error) {
 }
 
 // sealSegment is Kafka's onBecomeInactiveSegment: a last time index entry for
-// the segment's max timestamp, indexes trimmed to their entries.
+// the segment's max timestamp, indexes trimmed to their entries, and a
+// preallocated .log file trimmed to its size.
 func (l *Log) sealSegment(s *segment) error {
+	if err := s.trimLog(); err != nil {
+		return err
+	}
 	if ts, _, ok := s.timeIndex.last(); s.maxTimestamp >= 0 && (!ok || s.maxTimestamp > ts) {
 		if err := s.timeIndex.appendEntryForce(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
 			return err
@@ -510,6 +515,15 @@ func (l *Log) createSegment(base int64, now int64) (*segment, error) {
 	var err error
 	if s.file, err = l.fs.Create(s.path(LogSuffix)); err != nil {
 		return nil, err
+	}
+	if cfg.Preallocate && cfg.SegmentBytes > 0 {
+		// Kafka's RandomAccessFile.setLength: the file is sparse, no block
+		// is written, only its length is set.
+		if err = s.file.Truncate(cfg.SegmentBytes); err != nil {
+			s.close()
+			return nil, fmt.Errorf("preallocate %s: %w", s.path(LogSuffix), err)
+		}
+		s.preallocated = true
 	}
 	if err = openIndex(&s.index.index, l.fs, s.path(IndexSuffix), base, offsetEntrySize, int(cfg.SegmentIndexBytes), true); err != nil {
 		s.close()
@@ -740,7 +754,11 @@ func (l *Log) Close() error {
 	act := l.active()
 	err := l.domain.Err()
 	if err == nil {
-		if serr := l.syncFiles(l.unsynced, act, l.dirDirty); serr != nil {
+		// A preallocated active file is trimmed before the sync makes its
+		// size durable.
+		if terr := act.trimLog(); terr != nil {
+			err = l.fail(terr)
+		} else if serr := l.syncFiles(l.unsynced, act, l.dirDirty); serr != nil {
 			err = l.fail(serr)
 		}
 	}

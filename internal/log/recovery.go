@@ -429,8 +429,15 @@ func (l *Log) recoverSegment(s *segment, limit int64) (bool, error) {
 	if bad == nil {
 		return false, nil
 	}
-	l.logger.Warn("truncating corrupt log tail", "segment", s.path(LogSuffix), "position", pos,
-		"bytes_removed", size-pos, "reason", bad)
+	if hb == ([record.HeaderSize]byte{}) {
+		// An all-zero header: the unused end of a preallocated segment, or
+		// blocks a crash left unwritten. Nothing was lost there.
+		l.logger.Info("trimming the zero-filled end of a log segment", "segment", s.path(LogSuffix),
+			"position", pos, "bytes_removed", size-pos)
+	} else {
+		l.logger.Warn("truncating corrupt log tail", "segment", s.path(LogSuffix), "position", pos,
+			"bytes_removed", size-pos, "reason", bad)
+	}
 	if err := s.file.Truncate(pos); err != nil {
 		return false, err
 	}

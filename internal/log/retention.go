@@ -330,6 +330,7 @@ func (l *Log) truncateSegmentsLocked(offset int64) error {
 			return err
 		}
 		s.size.Store(cut.pos)
+		s.preallocated = false // the file now ends at its size
 		end = cut.hdr.BaseOffset
 	}
 	// Offset index entries are keyed by a batch's last offset, time index

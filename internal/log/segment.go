@@ -60,6 +60,9 @@ type segment struct {
 	createdMs              int64
 	rollJitterMs           int64
 	rebuild                bool // indexes missing at load
+	// preallocated: the .log file was created at segment.bytes (preallocate)
+	// and is longer than size until trimLog cuts it.
+	preallocated bool
 
 	deleted atomic.Bool // removed from the log; its files are being deleted
 }
@@ -139,6 +142,20 @@ func (s *segment) findBatch(target, limit int64) (batchPos, bool, error) {
 func (s *segment) checkTail() error {
 	_, pos := s.index.lookup(s.index.lastOffset())
 	return s.scanFrom(pos, s.size.Load(), func(batchPos) bool { return true })
+}
+
+// trimLog cuts a preallocated .log file to the bytes written (Kafka's
+// FileRecords.trim), when the segment rolls and when the log closes. The
+// appender calls it under Log.mu; readers never read past size.
+func (s *segment) trimLog() error {
+	if !s.preallocated {
+		return nil
+	}
+	if err := s.file.Truncate(s.size.Load()); err != nil {
+		return fmt.Errorf("trim %s: %w", s.path(LogSuffix), err)
+	}
+	s.preallocated = false
+	return nil
 }
 
 func (s *segment) close() error {
