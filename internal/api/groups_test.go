@@ -269,3 +269,72 @@ func TestOffsetCommitForUnknownTopicOrPartition(t *testing.T) {
 		t.Fatalf("OffsetFetch of a topic that does not exist: %+v", p)
 	}
 }
+
+// Deleting a topic deletes every group's committed offsets of it (Kafka's
+// onPartitionsDeleted writes their tombstones): OffsetFetch no longer
+// returns them, after a restart too, and a topic created again under the
+// name starts without them.
+func TestDeletedTopicOffsetsRemoved(t *testing.T) {
+	b := groupBroker(t, nil)
+	adm := b.AdminClient()
+	brokertest.CreateTopic(t, adm, "gone", 2, nil)
+	brokertest.CreateTopic(t, adm, "kept", 1, nil)
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Group, commit.Generation = "reader", -1
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{
+		{Topic: "gone", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}, {Partition: 1, Offset: 6, LeaderEpoch: -1}}},
+		{Topic: "kept", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}},
+	}
+	r := groupReq[*kmsg.OffsetCommitResponse](t, b, commit, 9)
+	for _, rt := range r.Topics {
+		for _, p := range rt.Partitions {
+			wantCode(t, "commit "+rt.Topic, p.ErrorCode, nil)
+		}
+	}
+	committed := func(b *brokertest.Broker) map[string]int {
+		fetch := kmsg.NewPtrOffsetFetchRequest()
+		fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "reader"}}
+		f := groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 9)
+		out := map[string]int{}
+		for _, ft := range f.Groups[0].Topics {
+			out[ft.Topic] = len(ft.Partitions)
+		}
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := adm.DeleteTopics(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for committed(b)["gone"] != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("offsets of the deleted topic still committed: %v", committed(b))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := committed(b); got["kept"] != 1 {
+		t.Fatalf("offsets of another topic gone too: %v", got)
+	}
+	b.Stop()
+	b = brokertest.StartIn(t, b.Dir, b.Props)
+	deadline = time.Now().Add(10 * time.Second)
+	var got map[string]int
+	for got = committed(b); got["kept"] != 1; got = committed(b) { // wait for the load
+		if time.Now().After(deadline) {
+			t.Fatalf("after restart: %v", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got["gone"] != 0 {
+		t.Fatalf("the deleted topic's offsets are back after a restart: %v", got)
+	}
+	brokertest.CreateTopic(t, b.AdminClient(), "gone", 2, nil)
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "reader", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "gone", Partitions: []int32{0, 1}}}}}
+	for _, p := range groupReq[*kmsg.OffsetFetchResponse](t, b, fetch, 9).Groups[0].Topics[0].Partitions {
+		if p.Offset != -1 {
+			t.Fatalf("the topic created again starts at the old committed offset %d (partition %d)", p.Offset, p.Partition)
+		}
+	}
+}

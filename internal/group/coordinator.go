@@ -126,7 +126,39 @@ func (c *Coordinator) OnMetadataChange(ch controller.Change) {
 		for p := range ch.Deleted.Partitions {
 			go c.rt.Unload(p) // the listener runs under the controller's lock
 		}
+	case ch.Deleted != nil:
+		c.deleteTopicOffsets(ch.Deleted.Name, ch.Deleted.Partitions)
 	}
+}
+
+// deleteTopicOffsets has every loaded __consumer_offsets shard remove the
+// committed offsets of a deleted topic (Kafka's onPartitionsDeleted), so
+// OffsetFetch stops returning them and a topic created again under the name
+// starts without them. It runs in the background: the metadata listener must
+// not wait for coordinator writes. A shard still loading keeps them (as in
+// Kafka, whose write to an unloaded shard fails); they expire with the
+// group's offsets.
+func (c *Coordinator) deleteTopicOffsets(topic string, partitions int32) {
+	t := c.o.Topics.Image().Topic(OffsetsTopic)
+	if t == nil {
+		return
+	}
+	go func() {
+		for p := range t.Partitions {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			v, err := c.rt.Do(ctx, p, func(s *Shard, _ time.Time, w coord.Waiter, out *coord.Output) {
+				out.Reply(w, s.DeleteTopicOffsets(topic, partitions, out), nil)
+			})
+			cancel()
+			if err != nil {
+				c.o.Logger.Warn("could not delete the committed offsets of a deleted topic", "topic", topic,
+					"partition", p, "err", err)
+			} else if n, _ := v.(int); n > 0 {
+				c.o.Logger.Info("deleted the committed offsets of a deleted topic", "topic", topic,
+					"offsets_partition", p, "offsets", n)
+			}
+		}
+	}()
 }
 
 // Close stops every shard; parked requests are answered NOT_COORDINATOR.

@@ -161,6 +161,25 @@ func (s *Shard) DeleteOffsets(req *FetchRequest, out *coord.Output) *OffsetDelet
 	return res
 }
 
+// DeleteTopicOffsets removes every group's committed offsets for the
+// partitions [0, partitions) of a deleted topic and writes their tombstones
+// (Kafka's OffsetMetadataManager.onPartitionsDeleted), and returns how many
+// it removed. Groups themselves stay; an empty group without offsets expires
+// as any other.
+func (s *Shard) DeleteTopicOffsets(topic string, partitions int32, out *coord.Output) int {
+	n := 0
+	for _, id := range sortedKeys(s.groups) {
+		g := s.groups[id]
+		for p := range partitions {
+			if g.deleteOffset(topic, p) {
+				out.Write(offsetTombstone(g.id, topic, p))
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // expirationBase returns, for groups whose offsets may expire now, the
 // timestamp an offset's retention counts from (KIP-211): an empty group's
 // offsets expire offsets.retention.minutes after the group became empty; a
