@@ -1,15 +1,22 @@
 // Package broker is the composition root: it builds every subsystem from the
 // broker configuration and starts and stops them in order.
 //
+// New refuses a configuration that asks for TLS, SASL or ACLs, which Gregor
+// does not have yet (config.SecurityRequested names each setting), so an
+// operator who asked for protection never gets an open broker.
+//
 // Start: configuration → log dirs (package logdirs: lock .lock in every dir
 // for the process's life, then check every meta.properties agrees and find
 // the metadata; format them when all are empty; anything else inconsistent
 // stops the start with a message per dir, nothing written) → controller
-// (the metadata image from the dir logdirs found) → log manager (loads and
-// recovers every partition log; a log the metadata does not know, by topic,
-// partition or topic id (strayReason, Kafka's isStrayKraftReplica), is
-// renamed stray and kept; /readyz "log recovery") → replica manager hosting
-// every partition of every topic →
+// (the metadata image from the dir logdirs found) → internal topics check
+// (internaltopics.go: an internal topic not yet created must be creatable and
+// writable as its broker configs describe it, offsets.topic.* and
+// transaction.state.log.*, or the start stops naming them) → log manager
+// (loads and recovers every partition log; a log the metadata does not know,
+// by topic, partition or topic id (strayReason, Kafka's isStrayKraftReplica),
+// is renamed stray and kept; /readyz "log recovery") → replica manager
+// hosting every partition of every topic →
 // group coordinator (replays __consumer_offsets in the background) →
 // request handler → Kafka listener → admin HTTP listener → background jobs
 // (the log manager's, then the log cleaner when log.cleaner.enable, with its

@@ -52,6 +52,13 @@
 //     message.timestamp.difference.max.ms, message.downconversion.enable.
 //   - remote.storage.enable=true is refused as Kafka refuses it on a broker
 //     without tiered storage; Gregor has none.
+//   - Security fails closed: IsSecurityConfig names every authentication,
+//     authorization and TLS setting (ssl.*, sasl.*, authorizer.*,
+//     super.users, allow.everyone.if.no.acl.found, principal.builder.class,
+//     …, with or without a listener.name.NAME. prefix). Broker.CheckServable
+//     reports any that is set, and every listener whose protocol is not
+//     PLAINTEXT, so the broker refuses to start; the dynamic layers refuse
+//     them with INVALID_CONFIG. Defaults never count.
 //   - internal.segment.bytes (Kafka's test-only segment size) must be ≥ 1.
 //   - Security configs that Kafka only takes with a listener prefix, quotas,
 //     metrics reporters, tiered storage and the new group protocols are not

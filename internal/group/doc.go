@@ -45,7 +45,9 @@
 // Stable consumer groups, after their commit for topics no member subscribes
 // to, or at the expire timestamp an OffsetCommit v2-v4 asked for; the check
 // runs every offsets.retention.check.interval.ms, and an Empty group left
-// without offsets is deleted.
+// without offsets is deleted. When a topic is deleted, every loaded shard
+// tombstones all groups' offsets of it (Kafka's onPartitionsDeleted), so a
+// topic created again under the name starts without them.
 //
 // # On-disk format (__consumer_offsets, Kafka's schemas)
 //
