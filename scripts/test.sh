@@ -105,6 +105,7 @@ check() {
   fi
 }
 log "static checks"
+t_part=$(date +%s)
 check "go vet" timeout 10m go vet ./...
 check "gofmt -l" gofmt -l cmd internal test scripts
 if [ -n "$STATICCHECK" ]; then
@@ -115,6 +116,7 @@ fi
 check "go mod tidy -diff" timeout 5m go mod tidy -diff
 checks_line="checks: $ck_pass passed, $ck_fail failed (go vet, gofmt -l, staticcheck, go mod tidy -diff)"
 [ -n "$ck_failed" ] && checks_line="$checks_line; failed:$ck_failed"
+checks_line="$checks_line in $(( $(date +%s) - t_part ))s"
 
 # The packages with goroutines and locks of their own run under -race (and
 # only so: a second, plain run of them would add time and find nothing new).
@@ -140,17 +142,19 @@ gotest() {
 counts() { echo "$1" | sed -nE 's/^[^:]+: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped.*/\1 \2 \3/p'; }
 
 log "go test ./... (without the -race packages)"
+t_part=$(date +%s)
 # shellcheck disable=SC2086
 gotest "go test" "$WORK/gotest.out" "${GOTEST_FLAGS:--count=1 -timeout=10m}" $plain_paths
-gotest_rc=$gt_rc gotest_line=$gt_line
+gotest_rc=$gt_rc gotest_line="$gt_line in $(( $(date +%s) - t_part ))s"
 read -r gt_pass gt_fail gt_skip < <(counts "$gotest_line")
 gt_pass=${gt_pass:-0} gt_fail=${gt_fail:-0} gt_skip=${gt_skip:-0}
 [ "$gotest_rc" -ne 0 ] && [ "$gt_fail" -eq 0 ] && gt_fail=1
 
 log "go test -race $RACE_PKGS"
+t_part=$(date +%s)
 # shellcheck disable=SC2086
 gotest "go test -race" "$WORK/gotest-race.out" "-race ${GOTEST_FLAGS:--count=1 -timeout=10m}" $race_paths
-race_rc=$gt_rc race_line=$gt_line
+race_rc=$gt_rc race_line="$gt_line in $(( $(date +%s) - t_part ))s"
 read -r rc_pass rc_fail rc_skip < <(counts "$race_line")
 rc_pass=${rc_pass:-0} rc_fail=${rc_fail:-0} rc_skip=${rc_skip:-0}
 [ "$race_rc" -ne 0 ] && [ "$rc_fail" -eq 0 ] && rc_fail=1
@@ -158,6 +162,7 @@ rc_pass=${rc_pass:-0} rc_fail=${rc_fail:-0} rc_skip=${rc_skip:-0}
 conf_rc=0 cf_pass=0 cf_fail=0 cf_skip=0 conf_line="conformance: not run (SKIP_CONFORMANCE set)"
 if [ -z "${SKIP_CONFORMANCE:-}" ]; then
   log "franz-go conformance"
+  t_part=$(date +%s)
   bash scripts/conformance.sh | tee "$WORK/conformance.out"
   conf_rc=${PIPESTATUS[0]}
   suite_line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$WORK/conformance.out" | tail -n 1)"
@@ -174,6 +179,7 @@ if [ -z "${SKIP_CONFORMANCE:-}" ]; then
     conf_line="conformance: no summary (exit $conf_rc)"
   fi
   [ "$conf_rc" -ne 0 ] && [ "$cf_fail" -eq 0 ] && cf_fail=1
+  conf_line="$conf_line in $(( $(date +%s) - t_part ))s"
 fi
 
 summary="$checks_line

@@ -189,14 +189,14 @@ func TestOldAndNewVersions(t *testing.T) {
 }
 
 func TestOversizedOffsetCommit(t *testing.T) {
-	b := groupBroker(t, nil)
-	brokertest.CreateTopic(t, b.AdminClient(), "t", 300, nil)
-	md := string(make([]byte, 4000))
+	b := groupBroker(t, map[string]string{"offset.metadata.max.bytes": "65536"})
+	brokertest.CreateTopic(t, b.AdminClient(), "t", 20, nil)
+	md := string(make([]byte, 60000))
 	big := kmsg.NewPtrOffsetCommitRequest()
 	big.Group, big.Generation = "big", -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
 	rt.Topic = "t"
-	for p := range int32(300) { // ~1.2 MB of records: above max.message.bytes
+	for p := range int32(20) { // ~1.2 MB of records: above max.message.bytes
 		rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitRequestTopicPartition{Partition: p, Offset: 1, LeaderEpoch: -1, Metadata: &md})
 	}
 	big.Topics = []kmsg.OffsetCommitRequestTopic{rt}
