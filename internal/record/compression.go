@@ -158,3 +158,58 @@ func compressorFor(codec Codec) (kgo.Compressor, error) {
 	actual, _ := compressors.LoadOrStore(codec, c)
 	return actual.(kgo.Compressor), nil
 }
+
+// leveled caches one kgo compressor per codec and level: building one
+// allocates megabytes of encoder state (lz4, zstd).
+var leveled sync.Map // Compression{Codec, Level} → kgo.Compressor
+
+// compressWith compresses src with c's codec at c's level, kgo's default
+// compressors underneath.
+func compressWith(c Compression, src []byte) ([]byte, error) {
+	key := Compression{Codec: c.Codec, Level: c.Level}
+	comp, ok := leveled.Load(key)
+	if !ok {
+		kc, err := kgoCodec(c)
+		if err != nil {
+			return nil, err
+		}
+		made, err := kgo.DefaultCompressor(kc)
+		if err != nil {
+			return nil, err
+		}
+		comp, _ = leveled.LoadOrStore(key, made)
+	}
+	var buf bytes.Buffer
+	out, got := comp.(kgo.Compressor).Compress(&buf, src)
+	if Codec(got) != c.Codec {
+		return nil, fmt.Errorf("compress with %v produced codec %d", c.Codec, got)
+	}
+	return append([]byte(nil), out...), nil
+}
+
+// kgoCodec maps Kafka's levels onto the compressors kgo builds on:
+//   - gzip: the same scale (-1 is the codec's default);
+//   - lz4: Kafka's default, 9, is lz4-java's fast compressor and any other
+//     level its high-compression one at that level; pierrec/lz4 has the
+//     fast mode and high-compression levels 1-9, so 9 → fast, 1-8 → that
+//     level, 10-17 → 9;
+//   - zstd: klauspost/compress has four speeds, chosen from the zstd level as
+//     that package maps them (below 3 fastest, 3-5 default, 6-9 better,
+//     10 and above best).
+func kgoCodec(c Compression) (kgo.CompressionCodec, error) {
+	switch c.Codec {
+	case CodecGzip:
+		return kgo.GzipCompression().WithLevel(c.Level), nil
+	case CodecSnappy:
+		return kgo.SnappyCompression(), nil
+	case CodecLz4:
+		if c.Level == 9 {
+			return kgo.Lz4Compression(), nil
+		}
+		level := min(max(c.Level, 1), 9)
+		return kgo.Lz4Compression().WithLevel(int(lz4.Level1) << (level - 1)), nil
+	case CodecZstd:
+		return kgo.ZstdCompression().WithLevel(int(zstd.EncoderLevelFromZstd(c.Level))), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("%w: %d", ErrUnsupportedCompression, c.Codec)
+}
