@@ -44,6 +44,28 @@ func groupReq[R kmsg.Response](t *testing.T, b *brokertest.Broker, req kmsg.Requ
 	return resp.(R)
 }
 
+// commitLoaded sends an OffsetCommit at version v again while any of its
+// partitions is answered COORDINATOR_LOAD_IN_PROGRESS (the group's
+// __consumer_offsets partition loads in the background after the
+// FindCoordinator that created it; kgo does not retry partition errors).
+func commitLoaded(t *testing.T, b *brokertest.Broker, req *kmsg.OffsetCommitRequest, v int16) *kmsg.OffsetCommitResponse {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := groupReq[*kmsg.OffsetCommitResponse](t, b, req, v)
+		loading := false
+		for _, rt := range r.Topics {
+			for _, p := range rt.Partitions {
+				loading = loading || p.ErrorCode == kerr.CoordinatorLoadInProgress.Code
+			}
+		}
+		if !loading || time.Now().After(deadline) {
+			return r
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func wantCode(t *testing.T, what string, got int16, want *kerr.Error) {
 	t.Helper()
 	w := int16(0)
@@ -231,7 +253,7 @@ func TestOffsetCommitForUnknownTopicOrPartition(t *testing.T) {
 			{Partition: 1, Offset: 7, LeaderEpoch: -1}, {Partition: 2, Offset: 8, LeaderEpoch: -1}, {Partition: -1, Offset: 9, LeaderEpoch: -1}}},
 	}
 	for _, v := range []int16{2, 9} {
-		r := groupReq[*kmsg.OffsetCommitResponse](t, b, commit, v)
+		r := commitLoaded(t, b, commit, v)
 		wantCode(t, "commit to a topic that does not exist", r.Topics[0].Partitions[0].ErrorCode, kerr.UnknownTopicOrPartition)
 		wantCode(t, "commit to an existing partition", r.Topics[1].Partitions[0].ErrorCode, nil)
 		wantCode(t, "commit beyond the partition count", r.Topics[1].Partitions[1].ErrorCode, kerr.UnknownTopicOrPartition)
@@ -285,7 +307,7 @@ func TestDeletedTopicOffsetsRemoved(t *testing.T) {
 		{Topic: "gone", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 5, LeaderEpoch: -1}, {Partition: 1, Offset: 6, LeaderEpoch: -1}}},
 		{Topic: "kept", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}},
 	}
-	r := groupReq[*kmsg.OffsetCommitResponse](t, b, commit, 9)
+	r := commitLoaded(t, b, commit, 9)
 	for _, rt := range r.Topics {
 		for _, p := range rt.Partitions {
 			wantCode(t, "commit "+rt.Topic, p.ErrorCode, nil)
