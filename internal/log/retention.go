@@ -298,11 +298,22 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if err != nil {
 		return err
 	}
+	removed := false
 	for _, o := range offs {
 		if o > leo {
 			if err := l.fs.Remove(snapshotPath(l.dir, o)); err != nil && !vfs.IsNotExist(err) {
 				return err
 			}
+			removed = true
+		}
+	}
+	// The removals must be durable before anything is appended again: a
+	// snapshot past the truncation point that a crash brings back would,
+	// once the log grows past its offset, be loaded as the producer state
+	// there, with producers whose batches the truncation removed.
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
 		}
 	}
 	l.producers = newProducerState()
