@@ -62,8 +62,10 @@ var mayImport = map[string][]string{
 	"internal/coord": {"clock", "log", "record", "topicpart"},
 	"internal/group": {"clock", "config", "controller", "coord", "record"},
 
-	// The Kafka protocol: framing, then one handler per API key.
-	"internal/server": {"bufpool"},
+	// The Kafka protocol: framing, then one handler per API key; the client
+	// side one node uses to reach another.
+	"internal/server":  {"bufpool"},
+	"internal/kclient": nil,
 	"internal/api": {"bufpool", "clock", "config", "controller", "group", "log", "logmgr", "record", "replica",
 		"server", "topicpart"},
 
@@ -95,7 +97,7 @@ var external = []struct {
 	users []string // packages, or package/file.go for one file
 }{
 	{"github.com/twmb/franz-go/pkg/kmsg", "Kafka message types only where requests are decoded or records serialised",
-		[]string{"internal/api", "internal/server", "internal/group/records.go", "cmd/gregor"}},
+		[]string{"internal/api", "internal/server", "internal/kclient", "internal/group/records.go", "cmd/gregor"}},
 	{"github.com/twmb/franz-go/pkg/kgo", "the Kafka client only in the CLI, test support and for compression codecs",
 		[]string{"internal/record/compression.go", "internal/cleaner/codec.go", "internal/broker/brokertest", "cmd/gregor"}},
 	{"github.com/twmb/franz-go/pkg/kadm", "the admin client only in the CLI and test support",

@@ -17,6 +17,9 @@ type Verdict struct {
 	// Fresh: every dir is empty, so a new cluster may be formatted without
 	// losing anything.
 	Fresh bool
+	// Legacy: the metadata dir holds an older Gregor's metadata file, not
+	// the metadata log; the broker converts it before it starts.
+	Legacy bool
 	// Problems, when any, each say what is wrong and what to do; a broker
 	// must not start while there are any.
 	Problems []string
@@ -39,6 +42,7 @@ func (e *Ensemble) Check() Verdict {
 	if md != nil && md.Meta != nil {
 		v.ClusterID = md.Meta.ClusterID
 	}
+	v.Legacy = md != nil && md.Legacy
 	for _, d := range e.Dirs {
 		if d.Meta != nil && v.ClusterID == "" {
 			v.ClusterID = d.Meta.ClusterID

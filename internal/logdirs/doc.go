@@ -17,7 +17,12 @@
 //   - meta.properties: Kafka's version 1 file (cluster.id, node.id,
 //     directory.id), written atomically (vfs.WriteFileAtomic) when the dir
 //     is formatted and never rewritten after that.
-//   - in the metadata dir only, the controller's metadata (Config.MetadataFile).
+//   - in the metadata dir only, the metadata log (Config.MetadataFile: the
+//     directory __cluster_metadata-0, see package quorum), or, from a
+//     Gregor older than the metadata quorum, its metadata file
+//     (Config.LegacyMetadataFile, gregor-metadata.json), which marks the
+//     metadata dir as well; Verdict.Legacy then tells the broker to convert
+//     it into the metadata log before it starts.
 //
 // # Start rules (Ensemble.Check)
 //
@@ -46,8 +51,9 @@
 //     deleted every partition) impossible.
 //   - When no dir holds the metadata, every dir must be empty (no
 //     meta.properties, no partition or stray dir); Open then formats them
-//     for a new cluster (a new random cluster id, meta.properties in each
-//     dir, then the controller's empty metadata through Bootstrap, last, so
+//     for a new cluster (Config.NewClusterID's cluster id, random by
+//     default, meta.properties in each dir, then the new metadata log
+//     through Bootstrap, last, so
 //     a crash part way leaves formatted dirs without metadata, which Check
 //     refuses and Format completes). Data or meta.properties without the
 //     metadata means the metadata dir is missing or not mounted: refused.

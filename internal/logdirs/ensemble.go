@@ -19,9 +19,16 @@ type Config struct {
 	MetadataLogDir string
 	// NodeID is node.id, which every meta.properties must name.
 	NodeID int32
-	// MetadataFile is the name of the file, in the metadata dir, whose
-	// presence marks that dir (controller.MetadataFile).
+	// MetadataFile is the name of the entry (the metadata log's directory,
+	// __cluster_metadata-0) whose presence marks the metadata dir.
 	MetadataFile string
+	// LegacyMetadataFile, when set, marks the metadata dir too: the
+	// metadata file of an older Gregor, which the broker converts into
+	// MetadataFile at its next start.
+	LegacyMetadataFile string
+	// NewClusterID names a new cluster when Open formats empty dirs;
+	// nil draws a random one.
+	NewClusterID func() string
 }
 
 // dirs returns every dir to check: log.dirs in order, then
@@ -54,8 +61,10 @@ type Dir struct {
 	// Partitions counts its <topic>-<partition> directories, Strays its
 	// <topic>-<partition>.<id>-stray ones.
 	Partitions, Strays int
-	// Metadata: it holds Config.MetadataFile.
-	Metadata bool
+	// Metadata: it holds Config.MetadataFile or Config.LegacyMetadataFile;
+	// Legacy: it holds the legacy file and not MetadataFile (the broker
+	// converts it at its next start).
+	Metadata, Legacy bool
 }
 
 // Empty reports whether the dir holds nothing of a broker's: no
@@ -85,7 +94,10 @@ func (d Dir) Describe(metadataFile string) string {
 	if d.Strays > 0 {
 		parts = append(parts, plural(d.Strays, "stray log"))
 	}
-	if d.Metadata {
+	switch {
+	case d.Legacy:
+		parts = append(parts, "the metadata of an older Gregor (converted to "+metadataFile+" at the next start)")
+	case d.Metadata:
 		parts = append(parts, "the metadata ("+metadataFile+")")
 	}
 	return strings.Join(parts, "; ")
@@ -140,7 +152,11 @@ func loadDir(c Config, path string) Dir {
 			}
 			d.Meta = &m
 		case n == c.MetadataFile:
-			d.Metadata = true
+			d.Metadata, d.Legacy = true, false
+		case c.LegacyMetadataFile != "" && n == c.LegacyMetadataFile:
+			if !d.Metadata {
+				d.Metadata, d.Legacy = true, true
+			}
 		default:
 			_, part := topicpart.ParseDirName(n)
 			_, stray := topicpart.ParseStrayDirName(n)

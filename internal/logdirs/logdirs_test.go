@@ -383,3 +383,57 @@ func TestParseMetaProperties(t *testing.T) {
 		}
 	}
 }
+
+// An older Gregor's metadata file marks the metadata dir too, and the
+// verdict says it must be converted; once the new metadata is beside it, the
+// new one counts.
+func TestOpenFindsLegacyMetadata(t *testing.T) {
+	fs := vfs.NewMem()
+	const legacy = "old-metadata.json"
+	h := mustOpen(t, cfg(fs, "/a", "/b"))
+	h.Close()
+	if err := fs.Rename("/a/"+metadataFile, "/a/"+legacy); err != nil {
+		t.Fatal(err)
+	}
+	c := cfg(fs, "/b", "/a")
+	c.LegacyMetadataFile = legacy
+	h2 := mustOpen(t, c)
+	if !h2.Legacy || h2.MetadataDir != "/a" || h2.ClusterID != h.ClusterID {
+		t.Fatalf("legacy metadata: legacy=%v metadata dir %q cluster %q", h2.Legacy, h2.MetadataDir, h2.ClusterID)
+	}
+	if d := h2.Ensemble.dir("/a").Describe(metadataFile); !strings.Contains(d, "older Gregor") {
+		t.Errorf("describe: %s", d)
+	}
+	h2.Close()
+	if err := vfs.WriteFileAtomic(fs, "/a/"+metadataFile, []byte(h.ClusterID)); err != nil {
+		t.Fatal(err)
+	}
+	h3 := mustOpen(t, c)
+	defer h3.Close()
+	if h3.Legacy {
+		t.Fatal("a dir holding both the new and the legacy metadata is legacy")
+	}
+	// The legacy file without meta.properties is refused like the new
+	// metadata would be, never formatted over.
+	fs2 := vfs.NewMem()
+	if err := fs2.MkdirAll("/x", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.WriteFileAtomic(fs2, "/x/"+legacy, nil); err != nil {
+		t.Fatal(err)
+	}
+	c2 := cfg(fs2, "/x")
+	c2.LegacyMetadataFile = legacy
+	wantRefused(t, c2, "metadata of an older Gregor", "No `meta.properties` found in /x")
+}
+
+func TestOpenFormatsWithTheGivenClusterID(t *testing.T) {
+	fs := vfs.NewMem()
+	c := cfg(fs, "/a")
+	c.NewClusterID = func() string { return "Lk3jAyxKQRGk0OlLdPuj6A" }
+	h := mustOpen(t, c)
+	defer h.Close()
+	if h.ClusterID != "Lk3jAyxKQRGk0OlLdPuj6A" || meta(t, fs, "/a").ClusterID != h.ClusterID {
+		t.Fatalf("cluster %q, meta.properties %v", h.ClusterID, meta(t, fs, "/a"))
+	}
+}

@@ -27,6 +27,8 @@
 //     partition the cleaner has cleaned: its cleaner point (below it the log
 //     is clean). Rewritten atomically by SetCleanerOffset after each cleaning
 //     and when a partition is deleted; read once, on first use;
+//   - __cluster_metadata-0/: the metadata log (package quorum), in the
+//     metadata log dir; its name parses as a partition's but it is skipped;
 //   - .kafka_cleanshutdown: present only between a clean Close and the next
 //     Open; its presence lets Open skip the rescan of unflushed segments. Open
 //     removes it (durably) before any log is written.

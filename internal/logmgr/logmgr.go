@@ -26,6 +26,11 @@ const (
 	checkpointVersion       = 0
 )
 
+// MetadataTopic names the metadata log's directory (__cluster_metadata-0),
+// which package quorum owns: it is never loaded or set aside as a partition
+// log.
+const MetadataTopic = "__cluster_metadata"
+
 // Options configure a Manager.
 type Options struct {
 	FS     vfs.FS
@@ -242,7 +247,7 @@ func (m *Manager) scanDir(dir string) ([]loadJob, error) {
 			continue
 		}
 		tp, ok := topicpart.ParseDirName(n)
-		if !ok {
+		if !ok || tp.Topic == MetadataTopic {
 			continue
 		}
 		if m.o.Stray != nil {

@@ -3,6 +3,7 @@ package logmgr
 import (
 	"encoding/base64"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -205,7 +206,18 @@ func TestStrayLogsAreSetAsideNotDeleted(t *testing.T) {
 		}
 		return m
 	}
+	// The metadata log's directory looks like a partition's; it is
+	// package quorum's, never a log to load or set aside.
+	if err := fs.MkdirAll("/d1/__cluster_metadata-0/wal", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	m = reopen(fs)
+	if _, err := fs.Stat("/d1/__cluster_metadata-0/wal"); err != nil || m.Get(topicpart.TopicPartition{Topic: MetadataTopic}) != nil {
+		t.Fatalf("the metadata log dir was touched (%v) or loaded", err)
+	}
+	if slices.ContainsFunc(asked, func(tp topicpart.TopicPartition) bool { return tp.Topic == MetadataTopic }) {
+		t.Fatal("the metadata log dir was offered to Stray")
+	}
 	if m.Get(gone) != nil || m.Get(known) == nil || m.Get(known).LogEndOffset() != 3 {
 		t.Fatalf("after reopen: gone=%v known=%v", m.Get(gone), m.Get(known))
 	}

@@ -1,0 +1,227 @@
+// Package kclient sends Kafka requests from one Gregor node to another: the
+// controller RPCs a broker sends to the active controller (registration,
+// heartbeats, forwarded admin requests) and, with replication, follower
+// fetches. It is a small client of the Kafka wire protocol, not a Kafka
+// client library: a request goes out exactly as built, at the version it
+// carries (no ApiVersions negotiation: every node of a cluster serves the
+// versions its peers send, and a forwarded request must keep its client's
+// version), and its response comes back decoded at that version.
+//
+// # Connections
+//
+// A Pool keeps idle connections per address and uses each for one request
+// at a time: a request takes an idle connection or dials a new one, and
+// gives it back once its response is read. A request whose context ends, or
+// whose connection fails, closes that connection (a late response could
+// otherwise be read as the next request's). Frames are bounded
+// (MaxResponseBytes) before anything is allocated for them.
+//
+// # Concurrency
+//
+// A Pool is safe for concurrent use; Close closes every idle connection and
+// makes later requests fail.
+package kclient
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ErrClosed is returned by requests on a closed Pool.
+var ErrClosed = errors.New("kclient: pool closed")
+
+// Config configures a Pool.
+type Config struct {
+	// ClientID is sent with every request; default "gregor".
+	ClientID string
+	// Dial opens connections; default a net.Dialer.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// MaxResponseBytes bounds a response frame; default 100 MiB.
+	MaxResponseBytes int32
+	// MaxIdlePerAddr bounds the idle connections kept per address;
+	// default 4.
+	MaxIdlePerAddr int
+	// DefaultTimeout bounds a request whose context has no deadline;
+	// default 30 s.
+	DefaultTimeout time.Duration
+}
+
+// Pool sends requests over pooled connections.
+type Pool struct {
+	cfg Config
+	f   *kmsg.RequestFormatter
+
+	mu     sync.Mutex
+	idle   map[string][]*conn
+	closed bool
+}
+
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	corrID int32
+}
+
+// NewPool returns a Pool.
+func NewPool(cfg Config) *Pool {
+	if cfg.ClientID == "" {
+		cfg.ClientID = "gregor"
+	}
+	if cfg.Dial == nil {
+		d := &net.Dialer{}
+		cfg.Dial = d.DialContext
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = 100 << 20
+	}
+	if cfg.MaxIdlePerAddr <= 0 {
+		cfg.MaxIdlePerAddr = 4
+	}
+	if cfg.DefaultTimeout <= 0 {
+		cfg.DefaultTimeout = 30 * time.Second
+	}
+	return &Pool{cfg: cfg, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(cfg.ClientID)), idle: map[string][]*conn{}}
+}
+
+// Request sends req to addr at req's version and returns the decoded
+// response. An error means no response was read: the request may or may not
+// have been served.
+func (p *Pool) Request(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.DefaultTimeout)
+		defer cancel()
+	}
+	c, err := p.get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.roundTrip(ctx, p.f, req, p.cfg.MaxResponseBytes)
+	if err != nil {
+		c.nc.Close()
+		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			// The socket deadline is the context's: report it as such.
+			err = context.Cause(ctx)
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+		}
+		return nil, fmt.Errorf("kclient: %s to %s: %w", kmsg.NameForKey(req.Key()), addr, err)
+	}
+	p.put(addr, c)
+	return resp, nil
+}
+
+func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if cs := p.idle[addr]; len(cs) > 0 {
+		c := cs[len(cs)-1]
+		p.idle[addr] = cs[:len(cs)-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	nc, err := p.cfg.Dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("kclient: dial %s: %w", addr, err)
+	}
+	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10)}, nil
+}
+
+func (p *Pool) put(addr string, c *conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.idle[addr]) >= p.cfg.MaxIdlePerAddr {
+		c.nc.Close()
+		return
+	}
+	p.idle[addr] = append(p.idle[addr], c)
+}
+
+// CloseIdle closes the idle connections to addr (a peer that went away).
+func (p *Pool) CloseIdle(addr string) {
+	p.mu.Lock()
+	cs := p.idle[addr]
+	delete(p.idle, addr)
+	p.mu.Unlock()
+	for _, c := range cs {
+		c.nc.Close()
+	}
+}
+
+// Close closes every idle connection; later requests fail with ErrClosed.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	idle := p.idle
+	p.idle = map[string][]*conn{}
+	p.mu.Unlock()
+	for _, cs := range idle {
+		for _, c := range cs {
+			c.nc.Close()
+		}
+	}
+}
+
+func (c *conn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, req kmsg.Request, maxBytes int32) (kmsg.Response, error) {
+	dl, _ := ctx.Deadline()
+	if err := c.nc.SetDeadline(dl); err != nil {
+		return nil, err
+	}
+	// A context cancelled before its deadline unblocks the I/O at once.
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.corrID++
+	if _, err := c.nc.Write(f.AppendRequest(nil, req, c.corrID)); err != nil {
+		return nil, err
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.br, size[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 4 || n > maxBytes {
+		return nil, fmt.Errorf("response frame of %d bytes (at most %d)", n, maxBytes)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.br, body); err != nil {
+		return nil, err
+	}
+	r := kbin.Reader{Src: body}
+	if corr := r.Int32(); corr != c.corrID {
+		return nil, fmt.Errorf("response correlation id %d, want %d", corr, c.corrID)
+	}
+	// ApiVersions answers with a v0 header whatever its version, so a
+	// client that sent too new a version can still read the error.
+	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
+		for range r.Uvarint() {
+			r.Uvarint()              // tag key
+			r.Span(int(r.Uvarint())) // tag value
+		}
+	}
+	if !r.Ok() {
+		return nil, errors.New("truncated response header")
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	if err := resp.ReadFrom(r.Src); err != nil {
+		return nil, fmt.Errorf("decode %s v%d response: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	c.nc.SetDeadline(time.Time{})
+	return resp, nil
+}
