@@ -116,7 +116,7 @@ func (c *Core) registerBroker(w *write, r *BrokerRegistrationRequest) built {
 		return answer(&BrokerRegistrationResponse{BrokerEpoch: existing.Epoch}, nil)
 	}
 	// KAFKA-19047: a broker in controlled shutdown may come back at once.
-	if existing != nil && c.hasValidSession(im, r.BrokerID) && !existing.InControlledShutdown {
+	if existing != nil && c.hasValidSession(im, r.BrokerID) && !existing.InControlledShutdown && !c.replacesLocal(existing, r) {
 		return answer(nil, fmt.Errorf("%w: Another broker is registered with that broker id.", kerr.DuplicateBrokerRegistration))
 	}
 	if err := checkLogDirs(im, r); err != nil {
@@ -149,6 +149,21 @@ func (c *Core) registerBroker(w *write, r *BrokerRegistrationRequest) built {
 			return &BrokerRegistrationResponse{BrokerEpoch: int64(index)}, nil
 		},
 	}
+}
+
+// replacesLocal reports whether r is this process's own broker coming back
+// on a log dir its earlier incarnation registered (see
+// Config.LocalIncarnation).
+func (c *Core) replacesLocal(old *metadata.Broker, r *BrokerRegistrationRequest) bool {
+	if r.BrokerID != c.cfg.NodeID || r.IncarnationID != c.cfg.LocalIncarnation || r.IncarnationID == ([16]byte{}) {
+		return false
+	}
+	for _, d := range r.LogDirs {
+		if slices.Contains(old.LogDirs, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkLogDirs makes Kafka's directory checks: some directories, none

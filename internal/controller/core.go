@@ -32,6 +32,13 @@ type Config struct {
 	// MaxReplicationFactor, when positive, refuses topics and partitions
 	// with more replicas (INVALID_REPLICATION_FACTOR).
 	MaxReplicationFactor int
+	// LocalIncarnation is the incarnation of the broker in this node's own
+	// process (combined mode; zero: none). Its registration replaces an
+	// earlier incarnation of this node at once, valid session or not, when
+	// the two share a log dir: the earlier one ran on that dir, whose lock
+	// this process holds, so it is gone. Without it a node restarted after
+	// a crash waits for its old session to expire, as a Kafka broker does.
+	LocalIncarnation [16]byte
 	// Rand drives replica placement. Default: seeded from the runtime.
 	Rand *rand.Rand
 	// NewTopicID makes topic ids. Default metadata.NewTopicID.

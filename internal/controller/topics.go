@@ -153,8 +153,8 @@ func errAllFenced(rf int) error {
 // checkReplicationFactor enforces Config.MaxReplicationFactor.
 func (c *Core) checkReplicationFactor(rf int) error {
 	if c.cfg.MaxReplicationFactor > 0 && rf > c.cfg.MaxReplicationFactor {
-		return fmt.Errorf("%w: Replication factor %d is not supported: this cluster keeps at most %d replica(s) of a partition",
-			kerr.InvalidReplicationFactor, rf, c.cfg.MaxReplicationFactor)
+		return fmt.Errorf("%w: Replication factor %d is not supported yet: Gregor keeps at most %d replica(s) of a partition "+
+			"until replication (issue #15) is implemented", kerr.InvalidReplicationFactor, rf, c.cfg.MaxReplicationFactor)
 	}
 	return nil
 }
