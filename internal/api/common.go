@@ -41,9 +41,9 @@ func (h *Handler) topicName(name string, id [16]byte, byID bool) (string, error)
 // checkLeaderEpoch compares a client's current leader epoch with ours.
 func checkLeaderEpoch(p *replica.Partition, clientEpoch int32) error {
 	switch {
-	case clientEpoch < 0 || clientEpoch == p.LeaderEpoch:
+	case clientEpoch < 0 || clientEpoch == p.LeaderEpoch():
 		return nil
-	case clientEpoch < p.LeaderEpoch:
+	case clientEpoch < p.LeaderEpoch():
 		return kerr.FencedLeaderEpoch
 	default:
 		return kerr.UnknownLeaderEpoch

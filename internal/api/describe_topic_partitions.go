@@ -118,7 +118,7 @@ func (h *Handler) describePartition(topic string, p int32) kmsg.DescribeTopicPar
 	sp.LeaderEpoch = 0
 	sp.OfflineReplicas = []int32{}
 	if part, err := h.partition(topic, p); err == nil {
-		sp.LeaderEpoch = part.LeaderEpoch
+		sp.LeaderEpoch = part.LeaderEpoch()
 	} else {
 		// Created but not hosted yet, or in an offline log dir: no live
 		// leader, as Kafka reports a partition whose leader has no endpoint.

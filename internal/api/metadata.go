@@ -66,7 +66,7 @@ func handleMetadata(_ context.Context, h *Handler, r *server.Request) (kmsg.Resp
 			mp.LeaderEpoch = 0
 			mp.OfflineReplicas = []int32{}
 			if part, err := h.partition(name, p); err == nil {
-				mp.LeaderEpoch = part.LeaderEpoch
+				mp.LeaderEpoch = part.LeaderEpoch()
 			} else {
 				mp.ErrorCode = kerr.LeaderNotAvailable.Code
 				if errors.Is(err, kerr.KafkaStorageError) {

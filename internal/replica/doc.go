@@ -1,8 +1,19 @@
 // Package replica routes produce and fetch to the partitions this broker
 // hosts (Kafka's ReplicaManager) and owns the high watermark.
 //
-// Single node: the broker is the only replica and the whole ISR. The high
-// watermark is the leader's durable log end offset when gregor.ack.fsync is
+// Roles: each hosted partition has the Role the metadata image gives it
+// (HostAs, SetRole; the broker applies every published metadata image):
+// leader, or follower of LeaderID (no leader: -1), with the leader epoch,
+// partition epoch and the sizes of the replica set and ISR. Only the
+// leader takes client and coordinator appends; anything else answers
+// NOT_LEADER_OR_FOLLOWER (NotLeaderError). An append holds the role's read
+// lock from the check to the write, and a role change its write lock, so no
+// record is written under an epoch the partition has left; becoming leader
+// in a new epoch starts that epoch at the log end in the epoch cache
+// (Kafka's makeLeader). Followers fetch nothing yet: replication (#15)
+// adds the fetchers, and partitions keep one replica until then.
+//
+// The high watermark is the leader's durable log end offset when gregor.ack.fsync is
 // on (so a consumer never sees a record a crash could take back) and the log
 // end offset otherwise. An acks=1 or acks=all produce returns once the high
 // watermark covers its batch; with fsync on that costs one group-committed
@@ -39,10 +50,9 @@
 // gauges).
 //
 // Replication state: ReplicaState gives a partition's leadership, replica
-// set and ISR sizes and min.insync.replicas; its UnderMinISR is both the
-// NOT_ENOUGH_REPLICAS check of acks=all appends and the
-// UnderMinIsrPartitionCount gauge. On one node every hosted partition is led
-// here with a replica set and ISR of one.
+// set and ISR sizes (from its Role) and min.insync.replicas; its
+// UnderMinISR is both the NOT_ENOUGH_REPLICAS check of acks=all appends and
+// the UnderMinIsrPartitionCount gauge.
 //
 // Metrics (metrics.go): TopicMetrics are Kafka's BrokerTopicMetrics
 // counters. Appends count bytes in, messages in (a duplicate idempotent
@@ -52,7 +62,8 @@
 // live while the topic has a hosted partition. Flushes the manager waits for
 // are timed into kafka_log_logflushstats_logflushrateandtimems.
 //
-// Concurrency: the partition map is guarded by mu; each Partition's waiters
-// by its own mutex (notify signals under it and never blocks); logs are safe
-// for concurrent use.
+// Concurrency: the partition map is guarded by mu; each Partition's role by
+// its roleMu (read-held across an append) and its waiters by its own mutex
+// (notify signals under it and never blocks); logs are safe for concurrent
+// use.
 package replica

@@ -22,12 +22,35 @@ import (
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
+// Role is a hosted partition's place in its replica set, as the metadata
+// image says (Kafka's PartitionRegistration seen from one broker): whether
+// this broker leads it, who does, in which leader epoch, and the sizes of
+// the replica set and ISR. A replica that does not lead is a follower (with
+// replication, #15, it will fetch from LeaderID); with no leader at all
+// (LeaderID -1) it serves nothing.
+type Role struct {
+	Leader         bool
+	LeaderID       int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas, ISR  int32
+}
+
+// soleLeader is the role Host gives: the only replica, leading epoch 0.
+var soleLeader = Role{Leader: true, LeaderID: -1, Replicas: 1, ISR: 1}
+
 // Partition is a hosted partition.
 type Partition struct {
-	TP          topicpart.TopicPartition
-	Log         *log.Log
-	TopicID     [16]byte
-	LeaderEpoch int32
+	TP      topicpart.TopicPartition
+	Log     *log.Log
+	TopicID [16]byte
+
+	// roleMu guards role. An append to the log holds it for reading, from
+	// the leadership check to the write, so a record is never written
+	// under a leader epoch the partition has left (Kafka's
+	// leaderIsrUpdateLock); SetRole holds it for writing.
+	roleMu sync.RWMutex
+	role   Role
 
 	// stats are the topic's BrokerTopicMetrics counters, fixed at Host.
 	stats TopicStats
@@ -40,10 +63,6 @@ type Partition struct {
 	waiters map[*Waiter]struct{}
 	// minISR is min.insync.replicas for the topic.
 	minISR int32
-	// leader, replicas and isr are the replication state: whether this
-	// broker leads the partition, and the sizes of its replica set and ISR.
-	leader        bool
-	replicas, isr int32
 	// syncPending coalesces background syncs for acks=0.
 	syncPending bool
 }
@@ -98,10 +117,24 @@ func (s ReplicaState) AtMinISR() bool { return s.Leader && s.ISR == s.MinISR }
 
 // ReplicaState returns the partition's current replication state.
 func (p *Partition) ReplicaState() ReplicaState {
+	r := p.Role()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return ReplicaState{Leader: p.leader, Replicas: p.replicas, ISR: p.isr, MinISR: p.minISR}
+	return ReplicaState{Leader: r.Leader, Replicas: r.Replicas, ISR: r.ISR, MinISR: p.minISR}
 }
+
+// Role is the partition's current role.
+func (p *Partition) Role() Role {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	return p.role
+}
+
+// LeaderEpoch is the partition's current leader epoch.
+func (p *Partition) LeaderEpoch() int32 { return p.Role().LeaderEpoch }
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool { return p.Role().Leader }
 
 // Manager routes requests to partitions.
 type Manager struct {
@@ -144,12 +177,19 @@ func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
 // AckFsync reports whether acknowledgements wait for fsync.
 func (m *Manager) AckFsync() bool { return m.ackFsync }
 
-// Host makes tp a hosted partition, creating its log if needed.
+// Host makes tp a hosted partition, creating its log if needed, as its only
+// replica and leader in leader epoch 0.
 func (m *Manager) Host(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Config, minISR int32) (*Partition, error) {
+	return m.HostAs(tp, topicID, cfg, minISR, soleLeader)
+}
+
+// HostAs makes tp a hosted partition in role, creating its log if needed;
+// an already hosted partition takes role (SetRole).
+func (m *Manager) HostAs(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Config, minISR int32, role Role) (*Partition, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if p := m.parts[tp]; p != nil {
-		return p, nil
+		return p, m.setRole(p, role)
 	}
 	l, err := m.logs.GetOrCreate(tp, cfg)
 	if err != nil {
@@ -158,17 +198,52 @@ func (m *Manager) Host(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Co
 	if err := writePartitionMetadata(m.logs, l.Dir(), topicID); err != nil {
 		return nil, err
 	}
-	// Single node: this broker is the leader, the whole replica set and the
-	// whole ISR.
-	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR, leader: true, replicas: 1, isr: 1}
-	if err := l.AssignLeaderEpoch(p.LeaderEpoch); err != nil {
-		return nil, fmt.Errorf("assigning leader epoch %d to %s-%d: %w", p.LeaderEpoch, tp.Topic, tp.Partition, err)
+	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR}
+	if err := m.setRole(p, role); err != nil {
+		return nil, err
 	}
 	p.stats = TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)}
 	p.dir = m.logs.LogDirOf(tp)
-	m.advanceHW(p)
 	m.parts[tp] = p
 	return p, nil
+}
+
+// SetRole gives a hosted partition the role the metadata now says it has.
+func (m *Manager) SetRole(tp topicpart.TopicPartition, role Role) error {
+	p, ok := m.Get(tp)
+	if !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	return m.setRole(p, role)
+}
+
+// setRole changes p's role, with no append in between. Becoming leader in
+// a new epoch starts that epoch at the log end (Kafka's makeLeader: the
+// epoch cache gets (epoch, LEO)), so the records the partition takes from
+// now on carry it and OffsetForLeaderEpoch answers for it. A role from an
+// older partition epoch than the current one is ignored.
+func (m *Manager) setRole(p *Partition, role Role) error {
+	p.roleMu.Lock()
+	old := p.role
+	if p.Log != nil && old != (Role{}) && role.PartitionEpoch < old.PartitionEpoch {
+		p.roleMu.Unlock()
+		return nil
+	}
+	if role.Leader && (!old.Leader || role.LeaderEpoch != old.LeaderEpoch || old == (Role{})) {
+		if err := p.Log.AssignLeaderEpoch(role.LeaderEpoch); err != nil {
+			p.roleMu.Unlock()
+			return fmt.Errorf("assigning leader epoch %d to %s: %w", role.LeaderEpoch, p.TP, err)
+		}
+	}
+	p.role = role
+	p.roleMu.Unlock()
+	if role.Leader {
+		m.advanceHW(p)
+	}
+	if old.Leader != role.Leader || old.LeaderEpoch != role.LeaderEpoch {
+		p.notify() // long polls re-check the leadership
+	}
+	return nil
 }
 
 // Drop stops hosting tp and deletes its log.
@@ -274,7 +349,14 @@ func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks i
 			return Pending{}, err
 		}
 	}
-	res, err := p.Log.Append(batch, origin, p.LeaderEpoch)
+	p.roleMu.RLock()
+	role := p.role
+	if !role.Leader && origin != log.OriginReplication {
+		p.roleMu.RUnlock()
+		return Pending{}, NotLeaderError(role)
+	}
+	res, err := p.Log.Append(batch, origin, role.LeaderEpoch)
+	p.roleMu.RUnlock()
 	if err != nil {
 		if errors.Is(err, record.ErrTooLarge) {
 			p.count(cBytesRejected, len(batch))
@@ -302,6 +384,14 @@ func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks i
 		}(pend.sync, p, res.LastOffset+1)
 	}
 	return pend, nil
+}
+
+// NotLeaderError is NOT_LEADER_OR_FOLLOWER for a partition in role.
+func NotLeaderError(role Role) error {
+	if role.LeaderID < 0 {
+		return fmt.Errorf("%w: the partition has no leader (leader epoch %d)", kerr.NotLeaderForPartition, role.LeaderEpoch)
+	}
+	return fmt.Errorf("%w: broker %d leads the partition (leader epoch %d)", kerr.NotLeaderForPartition, role.LeaderID, role.LeaderEpoch)
 }
 
 // syncForAck makes a partition durable up to upTo and advances its HW, for

@@ -340,7 +340,7 @@ func (s *Source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatu
 		return ps
 	}
 	snap := &h.snap
-	ps.Leader, ps.LeaderEpoch, ps.ISR = node, h.part.LeaderEpoch, []int32{node}
+	ps.Leader, ps.LeaderEpoch, ps.ISR = node, h.part.LeaderEpoch(), []int32{node}
 	ps.Offsets = admin.Offsets{LogStart: snap.LogStartOffset, LSO: snap.LastStableOffset, HW: snap.HighWatermark,
 		LEO: snap.LogEndOffset, RecoveryPoint: snap.RecoveryPoint}
 	ps.SizeBytes, ps.Segments, ps.Compacted = h.size(), len(snap.Segments), snap.Config.Compact
