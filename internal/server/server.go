@@ -248,6 +248,13 @@ func (s *Server) waitForConnectionSlot() bool {
 	}
 }
 
+// ServeConn serves one connection accepted elsewhere (the CONTROLLER
+// listener's, which the raft transport shares: it hands over every
+// connection that is not raft's). It returns at once; the connection is
+// served, counted and drained like an accepted one, and closed at once
+// when the Server is draining.
+func (s *Server) ServeConn(nc net.Conn) { s.startConn(nc) }
+
 func (s *Server) startConn(nc net.Conn) {
 	c := newConn(s, s.nextConnID.Add(1), nc)
 	s.mu.Lock()
