@@ -58,6 +58,10 @@ var mayImport = map[string][]string{
 	"internal/controller":           {"clock", "config", "controller/election", "controller/placement", "metadata", "vfs"},
 	"internal/replica":              {"log", "logmgr", "record", "topicpart", "vfs"},
 
+	// A node's membership in the cluster: the metadata log's state machine
+	// and publisher, the controller on it, the broker lifecycle.
+	"internal/cluster": {"clock", "config", "controller", "metadata", "quorum", "quorum/transport", "vfs"},
+
 	// Coordinators: the runtime and the consumer group state machine.
 	"internal/coord": {"clock", "log", "record", "topicpart"},
 	"internal/group": {"clock", "config", "controller", "coord", "record"},

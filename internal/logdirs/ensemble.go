@@ -31,6 +31,13 @@ type Config struct {
 	NewClusterID func() string
 }
 
+func (c Config) newClusterID() string {
+	if c.NewClusterID != nil {
+		return c.NewClusterID()
+	}
+	return RandomUUID()
+}
+
 // dirs returns every dir to check: log.dirs in order, then
 // metadata.log.dir when it is not one of them; cleaned, each once.
 func (c Config) dirs() []string {

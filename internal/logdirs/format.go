@@ -11,7 +11,8 @@ import (
 // FormatOptions are kafka-storage format's choices.
 type FormatOptions struct {
 	// ClusterID is --cluster-id; "" takes the cluster id of the dirs
-	// already formatted, or a new random one when there are none.
+	// already formatted, or a new one (Config.NewClusterID) when there
+	// are none.
 	ClusterID string
 	// IgnoreFormatted is --ignore-formatted: skip dirs that are formatted
 	// (for this cluster and node) instead of refusing.
@@ -63,7 +64,7 @@ func Format(c Config, o FormatOptions, bootstrap Bootstrap, out io.Writer) error
 		}
 	}
 	if clusterID == "" {
-		clusterID = RandomUUID()
+		clusterID = c.newClusterID()
 	}
 	metadataDir, problems := e.metadataLocation()
 	problems = append(problems, e.checkMeta(clusterID)...)

@@ -55,10 +55,7 @@ func Open(c Config, bootstrap Bootstrap, logger *slog.Logger) (*Held, error) {
 	if !v.Fresh {
 		return h, nil
 	}
-	h.ClusterID = RandomUUID()
-	if c.NewClusterID != nil {
-		h.ClusterID = c.NewClusterID()
-	}
+	h.ClusterID = c.newClusterID()
 	if err := format(c, e, &h.locks, h.ClusterID, v.MetadataDir, bootstrap, logger, nil); err != nil {
 		return nil, errors.Join(err, h.locks.release())
 	}
