@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -36,6 +37,12 @@ type configFlags struct {
 	configFile string
 	sets       []string
 	dataDir    string
+	// The cluster flags: --node-id, --voters, --controller-listen, and
+	// serve's --listen.
+	nodeID           int32
+	voters           string
+	controllerListen string
+	listen           string
 }
 
 func (f *configFlags) register(cmd *cobra.Command) {
@@ -43,10 +50,16 @@ func (f *configFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.configFile, "config", "", "Kafka server.properties file")
 	fs.StringArrayVar(&f.sets, "set", nil, "broker config override key=value (repeatable)")
 	fs.StringVar(&f.dataDir, "data-dir", "", "data directory (sets log.dirs; default ./gregor-data)")
+	fs.Int32Var(&f.nodeID, "node-id", -1, "this node's id (sets node.id; -1: node.id from the configuration, 1 by default)")
+	fs.StringVar(&f.voters, "voters", "", "the metadata quorum's voters, id@host:port of each CONTROLLER listener, comma-separated "+
+		"(sets controller.quorum.voters; default: this node alone)")
+	fs.StringVar(&f.controllerListen, "controller-listen", "", "CONTROLLER listener HOST:PORT, where the other nodes reach this one "+
+		"(default: this node's address in --voters, or a free loopback port for a one-node cluster)")
 }
 
-// props layers the single-node defaults, --config, each --set and
-// --data-dir, later ones winning.
+// props layers the single-node defaults, --config, each --set, and the
+// dedicated flags (--data-dir, --node-id, --voters, --listen,
+// --controller-listen), later ones winning.
 func (f *configFlags) props() (map[string]string, error) {
 	props := map[string]string{}
 	for k, v := range serveDefaults {
@@ -72,13 +85,61 @@ func (f *configFlags) props() (map[string]string, error) {
 		props["log.dirs"] = f.dataDir
 		delete(props, "log.dir")
 	}
-	return props, nil
+	if f.nodeID >= 0 {
+		props["node.id"] = strconv.Itoa(int(f.nodeID))
+		delete(props, "broker.id")
+	}
+	if f.voters != "" {
+		props["controller.quorum.voters"] = f.voters
+	}
+	return props, f.setListeners(props)
+}
+
+// setListeners puts --listen (the client listener, also advertised) and
+// --controller-listen (the CONTROLLER listener) into listeners, keeping the
+// other entries.
+func (f *configFlags) setListeners(props map[string]string) error {
+	if f.listen == "" && f.controllerListen == "" {
+		return nil
+	}
+	ctrlName := "CONTROLLER"
+	if names := strings.Split(props["controller.listener.names"], ","); names[0] != "" {
+		ctrlName = strings.ToUpper(strings.TrimSpace(names[0]))
+	}
+	var client, ctrl, rest []string
+	for _, l := range strings.Split(props["listeners"], ",") {
+		l = strings.TrimSpace(l)
+		name, _, _ := strings.Cut(l, "://")
+		switch {
+		case l == "":
+		case strings.EqualFold(name, ctrlName):
+			ctrl = append(ctrl, l)
+		case client == nil:
+			client = append(client, l)
+		default:
+			rest = append(rest, l)
+		}
+	}
+	if f.listen != "" {
+		if _, _, err := net.SplitHostPort(f.listen); err != nil {
+			return fmt.Errorf("--listen %q: %w", f.listen, err)
+		}
+		client = []string{"PLAINTEXT://" + f.listen}
+		props["advertised.listeners"] = "PLAINTEXT://" + f.listen
+	}
+	if f.controllerListen != "" {
+		if _, _, err := net.SplitHostPort(f.controllerListen); err != nil {
+			return fmt.Errorf("--controller-listen %q: %w", f.controllerListen, err)
+		}
+		ctrl = []string{ctrlName + "://" + f.controllerListen}
+	}
+	props["listeners"] = strings.Join(append(append(client, ctrl...), rest...), ",")
+	return nil
 }
 
 func serveCmd() *cobra.Command {
 	var (
 		cf          configFlags
-		listen      string
 		adminListen string
 		logLevel    string
 		logFormat   string
@@ -86,13 +147,26 @@ func serveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a Gregor broker (single node by default: 127.0.0.1:9092, data in ./gregor-data)",
-		Long: `Run a Gregor broker.
+		Long: `Run a Gregor node: a broker and a voter of the cluster's metadata quorum.
 
-With no flags it runs a single node on 127.0.0.1:9092 with its data in
+With no flags it runs a one-node cluster on 127.0.0.1:9092 with its data in
 ./gregor-data (formatted on first start) and the admin HTTP listener on
-127.0.0.1:9644 (/livez, /readyz, /metrics). A Kafka server.properties file
-loads unchanged with --config; --set overrides any broker config by its Kafka
-name.
+127.0.0.1:9644 (/livez, /readyz, /metrics); the node is its own metadata
+quorum, its CONTROLLER listener on a free loopback port. A Kafka
+server.properties file loads unchanged with --config; --set overrides any
+broker config by its Kafka name.
+
+Several nodes make one cluster when each is started with its own --node-id,
+--listen and --controller-listen and the same --voters, the id and
+CONTROLLER address of every node:
+
+  gregor serve --node-id 1 --data-dir d1 --listen 127.0.0.1:9092 --controller-listen 127.0.0.1:9093 \
+      --voters 1@127.0.0.1:9093,2@127.0.0.1:9193,3@127.0.0.1:9293 --admin-listen 127.0.0.1:9644
+
+(and nodes 2 and 3 likewise). A node serves clients once a majority of the
+voters run; fresh nodes name their cluster after the voters, so no format
+step is needed (gregor storage format -t sets another id). SIGTERM moves the
+node's partition leaderships away, then stops it (exit 0).
 
 Before it reads anything else, serve locks every log dir (.lock) and checks
 that their meta.properties agree; dirs that are all empty are formatted for a
@@ -105,13 +179,6 @@ gregor storage.`,
 			props, err := cf.props()
 			if err != nil {
 				return err
-			}
-			if listen != "" {
-				if _, _, err := net.SplitHostPort(listen); err != nil {
-					return fmt.Errorf("--listen %q: %w", listen, err)
-				}
-				props["listeners"] = "PLAINTEXT://" + listen
-				props["advertised.listeners"] = "PLAINTEXT://" + listen
 			}
 			if adminListen != "" {
 				props["gregor.admin.listen"] = adminListen
@@ -126,7 +193,7 @@ gregor storage.`,
 	}
 	cf.register(cmd)
 	f := cmd.Flags()
-	f.StringVar(&listen, "listen", "", "client listener HOST:PORT, also advertised (default 127.0.0.1:9092)")
+	f.StringVar(&cf.listen, "listen", "", "client listener HOST:PORT, also advertised (default 127.0.0.1:9092)")
 	f.StringVar(&adminListen, "admin-listen", "", "admin HTTP HOST:PORT (default 127.0.0.1:9644)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	f.StringVar(&logFormat, "log-format", "auto", "text, json, or auto (text on a terminal, JSON otherwise)")
@@ -145,11 +212,18 @@ func serve(cmd *cobra.Command, props map[string]string, logger *slog.Logger) err
 		_ = b.Shutdown(sctx)
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "gregor is serving\n  bootstrap: %s\n  admin:     http://%s\n  data:      %s\n",
-		b.Addr(), b.AdminAddr(), strings.Join(b.DataDirs(), ","))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return b.Run(ctx)
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	select {
+	case <-b.Ready():
+		fmt.Fprintf(cmd.OutOrStdout(), "gregor is serving\n  bootstrap: %s\n  admin:     http://%s\n  controller: %s\n  data:      %s\n",
+			b.Addr(), b.AdminAddr(), b.ControllerAddr(), strings.Join(b.DataDirs(), ","))
+	case err := <-done:
+		return err
+	}
+	return <-done
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {

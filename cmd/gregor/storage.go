@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gregor-broker/gregor/internal/cluster"
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/logdirs"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
@@ -37,12 +37,18 @@ func storageFormatCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "format",
-		Short: "Write meta.properties into the log dirs (and a new, empty metadata when there is none)",
+		Short: "Write meta.properties into the log dirs (and a new metadata log when there is none)",
 		Long: `Write meta.properties (cluster.id, node.id, a new directory.id) into every log
-dir that has none, and a new, empty metadata into the metadata dir when no
-dir holds one. A dir that is already formatted is refused, unless
---ignore-formatted, which skips it. Dirs of another cluster or node are
-always refused.
+dir that has none, and a new metadata log (__cluster_metadata-0: the
+cluster's first snapshot, with the voters of controller.quorum.voters or
+--voters) into the metadata dir when no dir holds one. A dir that is already
+formatted is refused, unless --ignore-formatted, which skips it. Dirs of
+another cluster or node are always refused.
+
+Every voter of a new cluster must be formatted with the same cluster id and
+voters: give each the same --cluster-id (kafka-storage format -t), or give
+none and the id is derived from --voters, the same on every node. gregor
+serve formats empty dirs the same way by itself.
 
 To add a disk to a node that has data: add it to log.dirs, then
   gregor storage format --ignore-formatted --config server.properties`,
@@ -52,11 +58,16 @@ To add a disk to a node that has data: add it to log.dirs, then
 			if err != nil {
 				return err
 			}
-			return logdirs.Format(c, opts, controller.Bootstrap(c.FS, c.NodeID), cmd.OutOrStdout())
+			l, err := storageLayout(&cf)
+			if err != nil {
+				return err
+			}
+			return logdirs.Format(c, opts, cluster.Format(c.FS, c.NodeID, l.VoterIDs()), cmd.OutOrStdout())
 		},
 	}
 	cf.register(cmd)
-	cmd.Flags().StringVarP(&opts.ClusterID, "cluster-id", "t", "", "the cluster id (a Kafka UUID, see random-uuid); default: the formatted dirs' one, or a new one")
+	cmd.Flags().StringVarP(&opts.ClusterID, "cluster-id", "t", "", "the cluster id (a Kafka UUID, see random-uuid); default: the formatted dirs' one, "+
+		"else one derived from --voters (the same on every node), else a random one")
 	cmd.Flags().BoolVarP(&opts.IgnoreFormatted, "ignore-formatted", "g", false, "skip dirs that are already formatted instead of failing")
 	return cmd
 }
@@ -108,6 +119,27 @@ func storageConfig(cf *configFlags) (logdirs.Config, error) {
 	if err != nil {
 		return logdirs.Config{}, err
 	}
-	return logdirs.Config{FS: vfs.Default, LogDirs: b.LogDirs(), MetadataLogDir: b.String("metadata.log.dir"),
-		NodeID: b.NodeID(), MetadataFile: controller.MetadataFile}, nil
+	l, err := cluster.ParseLayout(b)
+	if err != nil {
+		return logdirs.Config{}, err
+	}
+	c := logdirs.Config{FS: vfs.Default, LogDirs: b.LogDirs(), MetadataLogDir: b.String("metadata.log.dir"),
+		NodeID: b.NodeID(), MetadataFile: cluster.MetadataDirName, LegacyMetadataFile: cluster.LegacyMetadataFile}
+	if l.ExplicitVoters {
+		c.NewClusterID = func() string { return cluster.DeriveClusterID(l.Voters) }
+	}
+	return c, nil
+}
+
+// storageLayout is the node's place in the cluster the flags describe.
+func storageLayout(cf *configFlags) (*cluster.Layout, error) {
+	props, err := cf.props()
+	if err != nil {
+		return nil, err
+	}
+	b, err := config.NewBroker(props)
+	if err != nil {
+		return nil, err
+	}
+	return cluster.ParseLayout(b)
 }

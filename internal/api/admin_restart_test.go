@@ -29,7 +29,7 @@ func TestAdminStateSurvivesRestart(t *testing.T) {
 	if _, err := a.adm.AlterBrokerConfigs(a.ctx, []kadm.AlterConfig{{Name: "log.segment.bytes", Value: ptrTo("2097152")}}, 1); err != nil {
 		t.Fatal(err)
 	}
-	clusterID := a.b.Controller().Image().ClusterID
+	clusterID := a.b.Metadata().ClusterID
 
 	a.restart()
 

@@ -69,7 +69,7 @@ func TestAlterConfigsReplacesTopicOverrides(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectKerr(t, "AlterTopicConfigsState", rs[0].Err, nil)
-	if got := a.b.Controller().Image().Topic("t").Configs; len(got) != 1 || got["segment.ms"] != "3600000" {
+	if got := a.b.Metadata().TopicConfigs("t"); len(got) != 1 || got["segment.ms"] != "3600000" {
 		t.Fatalf("overrides after replacing: %v", got)
 	}
 }
@@ -111,8 +111,8 @@ func TestAlterConfigsErrors(t *testing.T) {
 		r := a.alterConfigs(tc.typ, tc.res, false, tc.kv...)
 		checkAlter(t, tc.name, r.ErrorCode, r.ErrorMessage, tc.want, tc.wantMsg)
 	}
-	if got := a.b.Controller().Image(); len(got.Topics["t"].Configs) != 0 || len(got.BrokerConfigs) != 0 {
-		t.Fatalf("failed alters changed configs: %v %v", got.Topics["t"].Configs, got.BrokerConfigs)
+	if got := a.b.Metadata(); len(got.TopicConfigs("t")) != 0 || len(got.ClusterBrokerConfigs()) != 0 {
+		t.Fatalf("failed alters changed configs: %v %v", got.TopicConfigs("t"), got.ClusterBrokerConfigs())
 	}
 
 	// Null values, and one resource named twice (both fail).

@@ -6,21 +6,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
-// partition finds a hosted partition; a missing topic or partition is
-// UNKNOWN_TOPIC_OR_PARTITION, one in an offline log dir KAFKA_STORAGE_ERROR.
+// partition finds a partition this broker leads. One the metadata does not
+// have is UNKNOWN_TOPIC_OR_PARTITION; one it has that another broker leads,
+// or nobody, is NOT_LEADER_OR_FOLLOWER (clients then refresh their
+// metadata; KIP-951 answers carry the leader, see leaderHint); one in an
+// offline log dir is KAFKA_STORAGE_ERROR.
 func (h *Handler) partition(topic string, p int32) (*replica.Partition, error) {
 	part, ok := h.d.Replicas.Get(topicpart.TopicPartition{Topic: topic, Partition: p})
 	if !ok {
+		if h.d.Metadata.Image().Partition(topic, p) != nil {
+			return nil, fmt.Errorf("%w: this broker is not a replica of %s-%d", kerr.NotLeaderForPartition, topic, p)
+		}
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	if err := part.Offline(); err != nil {
 		// Kafka's ReplicaManager answers an offline partition so.
 		return nil, fmt.Errorf("%w: partition %s-%d is in an offline log dir: %w", kerr.KafkaStorageError, topic, p, err)
+	}
+	if role := part.Role(); !role.Leader {
+		return nil, replica.NotLeaderError(role)
 	}
 	return part, nil
 }
@@ -31,19 +41,48 @@ func (h *Handler) topicName(name string, id [16]byte, byID bool) (string, error)
 	if !byID {
 		return name, nil
 	}
-	t := h.d.Controller.Image().TopicByID(controller.TopicID(id))
+	t := h.d.Metadata.Image().TopicByID(metadata.TopicID(id))
 	if t == nil {
 		return "", kerr.UnknownTopicID
 	}
 	return t.Name, nil
 }
 
+// isInternal reports whether a topic is one of Kafka's internal topics,
+// which clients may not produce to or delete records from.
+func isInternal(name string) bool { return controller.IsInternalTopic(name) }
+
+// leaderHint is KIP-951's CurrentLeader of topic-p, from the metadata this
+// broker has: the leader and its epoch, -1 for both when unknown.
+func (h *Handler) leaderHint(im *metadata.Image, topic string, p int32) (int32, int32) {
+	if pi := im.Partition(topic, p); pi != nil {
+		return pi.Leader, pi.LeaderEpoch
+	}
+	return -1, -1
+}
+
+// endpoint is a live broker's address on the client listener clients use;
+// false when the broker is unknown, fenced or has no such listener.
+func (h *Handler) endpoint(im *metadata.Image, id int32) (metadata.Endpoint, *string, bool) {
+	b := im.Brokers[id]
+	if b == nil || b.Fenced {
+		return metadata.Endpoint{}, nil, false
+	}
+	ep, ok := b.Endpoint(h.d.Listener)
+	var rack *string
+	if b.Rack != "" {
+		rack = strp(b.Rack)
+	}
+	return ep, rack, ok
+}
+
 // checkLeaderEpoch compares a client's current leader epoch with ours.
 func checkLeaderEpoch(p *replica.Partition, clientEpoch int32) error {
+	epoch := p.LeaderEpoch()
 	switch {
-	case clientEpoch < 0 || clientEpoch == p.LeaderEpoch():
+	case clientEpoch < 0 || clientEpoch == epoch:
 		return nil
-	case clientEpoch < p.LeaderEpoch():
+	case clientEpoch < epoch:
 		return kerr.FencedLeaderEpoch
 	default:
 		return kerr.UnknownLeaderEpoch
@@ -58,4 +97,48 @@ func clientID(r *server.Request) string {
 		return ""
 	}
 	return *r.ClientID
+}
+
+// leaderHints gathers KIP-951's hints: the current leader of each partition
+// answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, so the client can
+// go there without a Metadata round trip, and the endpoints of those
+// leaders (NodeEndpoints).
+type leaderHints struct {
+	h    *Handler
+	im   *metadata.Image
+	seen map[int32]bool
+	ids  []int32
+}
+
+func (h *Handler) newLeaderHints() *leaderHints {
+	return &leaderHints{h: h, im: h.d.Metadata.Image()}
+}
+
+// wants reports whether an answer with code carries a leader hint.
+func (l *leaderHints) wants(code int16) bool {
+	return code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code
+}
+
+// leader is topic-p's current leader and epoch (-1, -1 when unknown).
+func (l *leaderHints) leader(topic string, p int32) (int32, int32) {
+	id, epoch := l.h.leaderHint(l.im, topic, p)
+	if id >= 0 {
+		if l.seen == nil {
+			l.seen = map[int32]bool{}
+		}
+		if !l.seen[id] {
+			l.seen[id] = true
+			l.ids = append(l.ids, id)
+		}
+	}
+	return id, epoch
+}
+
+// each calls f with every hinted leader's endpoint.
+func (l *leaderHints) each(f func(id int32, ep metadata.Endpoint, rack *string)) {
+	for _, id := range l.ids {
+		if ep, rack, ok := l.h.endpoint(l.im, id); ok {
+			f(id, ep, rack)
+		}
+	}
 }

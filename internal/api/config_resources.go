@@ -83,6 +83,26 @@ func checkConfigTopicName(name string) error {
 	return controller.ValidateTopicName(name)
 }
 
+// checkConfigResource makes the controller's checks of a resource to alter
+// before its configs: the resource types Gregor has (BROKER_LOGGER is
+// refused as unsupported by IncrementalAlterConfigs, and as unknown by the
+// legacy AlterConfigs, as Kafka answers), and a topic resource's name.
+func checkConfigResource(t kmsg.ConfigResourceType, name string, incremental bool) error {
+	switch t {
+	case kmsg.ConfigResourceTypeBroker:
+		return nil
+	case kmsg.ConfigResourceTypeTopic:
+		return checkConfigTopicName(name)
+	case kmsg.ConfigResourceTypeClientMetrics, kmsg.ConfigResourceTypeGroupConfig:
+		return errUnsupportedResource(t)
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		if incremental {
+			return errUnsupportedResource(t)
+		}
+	}
+	return fmt.Errorf("%w: Unknown resource type %d", kerr.InvalidRequest, int8(t))
+}
+
 // brokerResource checks the name of a BROKER resource being altered: "" is
 // the cluster default, otherwise it must be this node's id (Kafka's
 // ConfigAdminManager.validateResourceNameIsCurrentNodeId). perNode tells

@@ -37,7 +37,7 @@ func TestCreatePartitionsGrowsTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectKerr(t, "add 2", rs["wide"].Err, nil)
-	if n := a.b.Controller().Image().Topic("wide").Partitions; n != 152 {
+	if n := len(a.b.Metadata().Topic("wide").Partitions); n != 152 {
 		t.Fatalf("%d partitions, want 152", n)
 	}
 }
@@ -50,7 +50,7 @@ func TestCreatePartitionsValidateOnlyAndErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectKerr(t, "validate-only", rs["wide"].Err, nil)
-	if n := a.b.Controller().Image().Topic("t").Partitions; n != 3 {
+	if n := len(a.b.Metadata().Topic("t").Partitions); n != 3 {
 		t.Fatalf("validate-only changed the count to %d", n)
 	}
 
@@ -80,7 +80,7 @@ func TestCreatePartitionsValidateOnlyAndErrors(t *testing.T) {
 	}{
 		{"same count", topic("t", 3), kerr.InvalidPartitions, "Topic already has 3 partition(s)."},
 		{"fewer", topic("t", 2), kerr.InvalidPartitions, "The topic t currently has 3 partition(s); 2 would not be an increase."},
-		{"unknown", topic("nope", 4), kerr.UnknownTopicOrPartition, ""},
+		{"unknown", topic("nope", 4), kerr.UnknownTopicOrPartition, "This server does not host this topic-partition."},
 		{"too few assignments", topic("t", 5, []int32{1}), kerr.InvalidReplicaAssignment,
 			"Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified."},
 		{"empty assignment list", topic("t", 4, [][]int32{}...), kerr.InvalidReplicaAssignment,
@@ -108,7 +108,7 @@ func TestCreatePartitionsValidateOnlyAndErrors(t *testing.T) {
 	if len(rs2) != 2 || codes["t"] != 0 || codes["dup"] != kerr.InvalidRequest.Code {
 		t.Fatalf("manual assignment plus duplicate: %+v", rs2)
 	}
-	if n := a.b.Controller().Image().Topic("t").Partitions; n != 4 {
+	if n := len(a.b.Metadata().Topic("t").Partitions); n != 4 {
 		t.Fatalf("%d partitions after manual assignment, want 4", n)
 	}
 }

@@ -69,7 +69,7 @@ func handleDeleteRecords(_ context.Context, h *Handler, r *server.Request) (kmsg
 // whether it moved.
 func (h *Handler) deleteRecords(topic string, rp kmsg.DeleteRecordsRequestTopicPartition,
 	sp *kmsg.DeleteRecordsResponseTopicPartition) (changed bool, err error) {
-	if t := h.d.Controller.Image().Topic(topic); t != nil && t.Internal {
+	if isInternal(topic) {
 		return false, fmt.Errorf("%w: cannot delete records of internal topic %s", kerr.InvalidTopicException, topic)
 	}
 	p, err := h.partition(topic, rp.Partition)

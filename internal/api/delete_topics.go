@@ -7,33 +7,55 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/controller"
-	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/metadata"
 )
 
 // DeleteTopics, versions 1-6 (Kafka 4.2; v0 was removed in Kafka 4.0).
 //
-// v1-v5 name topics; v6 names each topic by name or by id, not both. As in
+// Any broker takes it and forwards it to the active controller, then
+// answers once it has published the deletions itself (its logs of the
+// deleted partitions are gone by then). v1-v5 name topics; v6 names each topic by name or by id, not both. As in
 // Kafka's controller: delete.topic.enable=false fails every topic with
 // TOPIC_DELETION_DISABLED (INVALID_REQUEST before v3); a name or id given
 // twice is INVALID_REQUEST ("Duplicate topic name." / "Duplicate topic id."),
 // as is a topic with neither or both; an unknown name is
 // UNKNOWN_TOPIC_OR_PARTITION and an unknown id UNKNOWN_TOPIC_ID; a name that
 // resolves to an id also given by id is INVALID_REQUEST. A deleted topic's
-// result carries its id (v6). The partitions' logs are deleted before the
-// response is sent. Kafka shuffles the results so their order says nothing;
+// result carries its id (v6). Kafka shuffles the results so their order says nothing;
 // Gregor answers invalid entries first, then deletions in request order.
-func init() { register(kmsg.DeleteTopics.Int16(), 1, 6, handleDeleteTopics) }
+func init() {
+	register(kmsg.DeleteTopics.Int16(), 1, 6, handleForwarded)
+	registerController(kmsg.DeleteTopics.Int16(), 1, 6, controllerDeleteTopics)
+}
 
-func handleDeleteTopics(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
-	req := r.Body.(*kmsg.DeleteTopicsRequest)
-	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
-	topics := req.Topics
-	if req.Version < 6 {
-		topics = make([]kmsg.DeleteTopicsRequestTopic, len(req.TopicNames))
-		for i := range req.TopicNames {
-			topics[i].Topic = &req.TopicNames[i]
-		}
+// deleteTopicsRequest lists a DeleteTopics request's topics whatever its
+// version.
+func deleteTopicsRequest(req *kmsg.DeleteTopicsRequest) []kmsg.DeleteTopicsRequestTopic {
+	if req.Version >= 6 {
+		return req.Topics
 	}
+	topics := make([]kmsg.DeleteTopicsRequestTopic, len(req.TopicNames))
+	for i := range req.TopicNames {
+		topics[i].Topic = &req.TopicNames[i]
+	}
+	return topics
+}
+
+// failDeleteTopics answers every topic with code.
+func failDeleteTopics(req *kmsg.DeleteTopicsRequest, code int16, msg *string) *kmsg.DeleteTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	for _, t := range deleteTopicsRequest(req) {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic, st.TopicID, st.ErrorCode, st.ErrorMessage = t.Topic, t.TopicID, code, msg
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func controllerDeleteTopics(ctx context.Context, h *ControllerHandler, kr kmsg.Request) (kmsg.Response, uint64, error) {
+	req := kr.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	topics := deleteTopicsRequest(req)
 	add := func(name *string, id [16]byte, err error, msg *string) {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = name, id
@@ -49,7 +71,7 @@ func handleDeleteTopics(_ context.Context, h *Handler, r *server.Request) (kmsg.
 		for _, t := range topics {
 			add(t.Topic, t.TopicID, err, nil)
 		}
-		return resp, nil
+		return resp, 0, nil
 	}
 
 	// Collect names and ids, setting duplicates aside as Kafka does.
@@ -84,19 +106,21 @@ func handleDeleteTopics(_ context.Context, h *Handler, r *server.Request) (kmsg.
 		}
 	}
 
-	// Resolve both to the topics to delete, in request order.
-	im := h.d.Controller.Image()
+	// Resolve both to the topics to delete, in request order, against the
+	// controller's image (the deletion itself is checked again when it is
+	// written).
+	im := h.d.Image()
 	type target struct {
 		name string
-		id   controller.TopicID
+		id   metadata.TopicID
 	}
 	var targets []target
-	byID := map[controller.TopicID]int{} // index in targets
+	byID := map[metadata.TopicID]int{} // index in targets
 	for _, id := range ids {
 		if idCount[id] > 1 {
 			continue
 		}
-		t := im.TopicByID(controller.TopicID(id))
+		t := im.TopicByID(metadata.TopicID(id))
 		if t == nil {
 			add(nil, id, kerr.UnknownTopicID, strp(kerr.UnknownTopicID.Description))
 			continue
@@ -104,7 +128,7 @@ func handleDeleteTopics(_ context.Context, h *Handler, r *server.Request) (kmsg.
 		byID[t.ID] = len(targets)
 		targets = append(targets, target{t.Name, t.ID})
 	}
-	dropped := map[controller.TopicID]bool{}
+	dropped := map[metadata.TopicID]bool{}
 	for _, n := range names {
 		if nameCount[n] > 1 {
 			continue
@@ -123,15 +147,29 @@ func handleDeleteTopics(_ context.Context, h *Handler, r *server.Request) (kmsg.
 		byID[t.ID] = len(targets)
 		targets = append(targets, target{t.Name, t.ID})
 	}
+	dr := &controller.DeleteTopicsRequest{}
+	var kept []target
 	for _, t := range targets {
-		if dropped[t.id] {
-			continue
+		if !dropped[t.id] {
+			dr.Topics = append(dr.Topics, controller.DeleteTopicState{TopicID: t.id})
+			kept = append(kept, t)
 		}
-		_, err := h.d.Controller.DeleteTopic("", t.id)
-		if err != nil {
-			h.d.Logger.Debug("delete topic failed", "topic", t.name, "err", err)
-		}
-		add(strp(t.name), t.id, err, kafkaMessage(err))
 	}
-	return resp, nil
+	if len(kept) == 0 {
+		return resp, 0, nil
+	}
+	ctx, cancel := withTimeoutMillis(ctx, req.TimeoutMillis)
+	defer cancel()
+	out, index, err := h.d.Controller.DeleteTopics(ctx, dr)
+	for i, t := range kept {
+		terr := err
+		if err == nil {
+			terr = out.Topics[i].Err
+		}
+		if terr != nil {
+			h.d.Logger.Debug("delete topic failed", "topic", t.name, "err", terr)
+		}
+		add(strp(t.name), t.id, terr, kafkaMessage(terr))
+	}
+	return resp, index, nil
 }

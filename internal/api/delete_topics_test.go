@@ -40,7 +40,7 @@ func TestDeleteTopicsByNameAndID(t *testing.T) {
 	if r := resp.Topics[0]; r.ErrorCode != 0 || r.Topic == nil || *r.Topic != "by-id" || r.TopicID != byID.ID {
 		t.Fatalf("delete by id: %v %+v", kerr.ErrorForCode(r.ErrorCode), r)
 	}
-	if names := a.b.Controller().Image().TopicNames(); len(names) != 0 {
+	if names := a.b.Metadata().TopicNames(); len(names) != 0 {
 		t.Fatalf("topics left: %v", names)
 	}
 	md, err := a.adm.Metadata(a.ctx, "by-name")
@@ -59,7 +59,7 @@ func TestDeleteTopicsByNameAndID(t *testing.T) {
 func TestDeleteTopicsErrors(t *testing.T) {
 	a := newAdminAPI(t, nil)
 	a.create("keep", 1, nil)
-	keep := a.b.Controller().Image().Topic("keep").ID
+	keep := a.b.Metadata().Topic("keep").ID
 	a.create("gone", 1, nil)
 	unknownID := [16]byte{1, 2, 3}
 
@@ -113,8 +113,8 @@ func TestDeleteTopicsErrors(t *testing.T) {
 			t.Errorf("%s: got %+v, want %+v", k, got[k], w)
 		}
 	}
-	if a.b.Controller().Image().Topic("keep") == nil || a.b.Controller().Image().Topic("gone") != nil {
-		t.Fatalf("topics after delete: %v", a.b.Controller().Image().TopicNames())
+	if a.b.Metadata().Topic("keep") == nil || a.b.Metadata().Topic("gone") != nil {
+		t.Fatalf("topics after delete: %v", a.b.Metadata().TopicNames())
 	}
 
 	// A name and the id it maps to in one request.
@@ -126,7 +126,7 @@ func TestDeleteTopicsErrors(t *testing.T) {
 	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("name and its id: %+v", resp.Topics)
 	}
-	if a.b.Controller().Image().Topic("keep") == nil {
+	if a.b.Metadata().Topic("keep") == nil {
 		t.Fatal("topic named twice was deleted")
 	}
 
@@ -164,7 +164,7 @@ func TestDeleteTopicsDisabled(t *testing.T) {
 	if oresp.Topics[0].ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("v2 delete disabled: %v", kerr.ErrorForCode(oresp.Topics[0].ErrorCode))
 	}
-	if a.b.Controller().Image().Topic("stays") == nil {
+	if a.b.Metadata().Topic("stays") == nil {
 		t.Fatal("topic deleted although delete.topic.enable=false")
 	}
 }

@@ -12,14 +12,16 @@ import (
 
 // DescribeCluster, versions 0-2 (Kafka 4.2).
 //
-// Answers the cluster id, this node as the one broker (its advertised client
-// listener and broker.rack) and as the controller id, as a KRaft broker
-// names a live broker there. Only broker endpoints are served: EndpointType
-// 2 (controllers) is MISMATCHED_ENDPOINT_TYPE and an unknown type
-// UNSUPPORTED_ENDPOINT_TYPE (both INVALID_REQUEST at v0), as Kafka's brokers
-// answer. Cluster authorized operations are sent when asked for; Gregor has
-// no ACLs yet, so every cluster operation is allowed. A running single node
-// is never fenced, so IncludeFencedBrokers (v2) changes nothing.
+// Answers from the metadata this broker has published: the cluster id, the
+// unfenced brokers with their endpoint on the listener the request came in
+// on and their broker.rack, and the controller id (the active controller if
+// its broker is live, else a random live broker, as in Metadata). v2's
+// IncludeFencedBrokers adds the fenced ones, marked IsFenced. Only broker
+// endpoints are served: EndpointType 2 (controllers) is
+// MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE
+// (both INVALID_REQUEST at v0), as Kafka's brokers answer. Cluster
+// authorized operations are sent when asked for; Gregor has no ACLs yet, so
+// every cluster operation is allowed.
 func init() { register(kmsg.DescribeCluster.Int16(), 0, 2, handleDescribeCluster) }
 
 const (
@@ -49,16 +51,30 @@ func handleDescribeCluster(_ context.Context, h *Handler, r *server.Request) (km
 	default:
 		return fail(kerr.UnsupportedEndpointType, fmt.Sprintf("Unsupported endpoint type %d", endpointType))
 	}
-	host, port := h.d.Advertised()
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = h.d.NodeID, host, port
-	if rack, _, ok := h.d.Config().Value("broker.rack"); ok {
-		b.Rack = strp(rack)
+	im := h.d.Metadata.Image()
+	live, ctrl := h.liveBrokers(im)
+	for _, mb := range live {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
+		resp.Brokers = append(resp.Brokers, b)
 	}
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	if req.IncludeFencedBrokers {
+		for _, fb := range im.SortedBrokers() {
+			ep, ok := fb.Endpoint(h.d.Listener)
+			if !fb.Fenced || !ok {
+				continue
+			}
+			b := kmsg.NewDescribeClusterResponseBroker()
+			b.NodeID, b.Host, b.Port, b.IsFenced = fb.ID, ep.Host, ep.Port, true
+			if fb.Rack != "" {
+				b.Rack = strp(fb.Rack)
+			}
+			resp.Brokers = append(resp.Brokers, b)
+		}
+	}
 	resp.EndpointType = endpointTypeBroker
-	resp.ClusterID = h.d.Controller.Image().ClusterID
-	resp.ControllerID = h.d.NodeID
+	resp.ClusterID = im.ClusterID
+	resp.ControllerID = ctrl
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = authorizedClusterOps
 	}

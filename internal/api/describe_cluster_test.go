@@ -17,7 +17,7 @@ func TestDescribeCluster(t *testing.T) {
 	for v := int16(0); v <= 2; v++ {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		resp := a.send(req, a.pinned(kmsg.DescribeCluster, v)).(*kmsg.DescribeClusterResponse)
-		if resp.ErrorCode != 0 || resp.ClusterID != a.b.Controller().Image().ClusterID || resp.ControllerID != 1 {
+		if resp.ErrorCode != 0 || resp.ClusterID != a.b.Metadata().ClusterID || resp.ControllerID != 1 {
 			t.Fatalf("v%d: %+v", v, resp)
 		}
 		if len(resp.Brokers) != 1 {

@@ -77,11 +77,11 @@ func (h *Handler) describeResource(rr kmsg.DescribeConfigsRequestResource) ([]co
 		if err := controller.ValidateTopicName(rr.ResourceName); err != nil {
 			return nil, err
 		}
-		t := h.d.Controller.Image().Topic(rr.ResourceName)
-		if t == nil {
+		im := h.d.Metadata.Image()
+		if im.Topic(rr.ResourceName) == nil {
 			return nil, kerr.UnknownTopicOrPartition
 		}
-		return config.DescribeTopic(h.d.Config(), t.Configs), nil
+		return config.DescribeTopic(h.d.Config(), im.TopicConfigs(rr.ResourceName)), nil
 	case kmsg.ConfigResourceTypeBroker:
 		if rr.ResourceName == "" {
 			return config.DescribeBrokerDefaults(h.d.Config()), nil

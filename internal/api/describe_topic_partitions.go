@@ -2,13 +2,13 @@ package api
 
 import (
 	"context"
-	"errors"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -24,16 +24,16 @@ import (
 // (INVALID_REQUEST for every topic otherwise, as Kafka answers). A listed
 // topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION, or
 // INVALID_TOPIC_EXCEPTION if its name is not valid; unknown topics are not
-// reported when all topics are asked for. On a single node each partition's
-// leader, replicas and ISR are this broker, its eligible leader replicas and
-// last known ELR are empty (a full ISR has none) and no replica is offline.
-// Every topic operation is authorized (no ACLs yet).
+// reported when all topics are asked for. Each partition is described from
+// the metadata this broker has published, as Metadata describes it, with
+// its eligible leader replicas and last known ELR (KIP-966). Every topic
+// operation is authorized (no ACLs yet).
 func init() { register(kmsg.DescribeTopicPartitions.Int16(), 0, 0, handleDescribeTopicPartitions) }
 
 func handleDescribeTopicPartitions(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
-	im := h.d.Controller.Image()
+	im := h.d.Metadata.Image()
 	all := len(req.Topics) == 0
 	var cursorTopic string
 	var cursorPartition int32
@@ -92,17 +92,17 @@ func handleDescribeTopicPartitions(_ context.Context, h *Handler, r *server.Requ
 			continue
 		}
 		st.TopicID = t.ID
-		st.IsInternal = t.Internal
 		start := int32(0)
 		if name == cursorTopic {
 			start = cursorPartition
 		}
-		upper := int32(min(int64(t.Partitions), int64(start)+int64(remaining))) // a cursor may be near MaxInt32
+		n := int32(len(t.Partitions))
+		upper := int32(min(int64(n), int64(start)+int64(remaining))) // a cursor may be near MaxInt32
 		for p := start; p < upper; p++ {
-			st.Partitions = append(st.Partitions, h.describePartition(name, p))
+			st.Partitions = append(st.Partitions, h.describePartition(im, name, p, t.Partitions[p]))
 		}
 		resp.Topics = append(resp.Topics, st)
-		if upper < t.Partitions {
+		if upper < n {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: upper}
 			break
 		}
@@ -111,25 +111,12 @@ func handleDescribeTopicPartitions(_ context.Context, h *Handler, r *server.Requ
 	return resp, nil
 }
 
-func (h *Handler) describePartition(topic string, p int32) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+func (h *Handler) describePartition(im *metadata.Image, topic string, p int32, pi *metadata.PartitionImage) kmsg.DescribeTopicPartitionsResponseTopicPartition {
+	v := h.viewPartition(im, topic, p, pi)
 	sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
-	sp.Partition = p
-	sp.LeaderID = h.d.NodeID
-	sp.LeaderEpoch = 0
-	sp.OfflineReplicas = []int32{}
-	if part, err := h.partition(topic, p); err == nil {
-		sp.LeaderEpoch = part.LeaderEpoch()
-	} else {
-		// Created but not hosted yet, or in an offline log dir: no live
-		// leader, as Kafka reports a partition whose leader has no endpoint.
-		sp.LeaderID = -1
-		if errors.Is(err, kerr.KafkaStorageError) {
-			sp.OfflineReplicas = []int32{h.d.NodeID}
-		}
-	}
-	sp.Replicas = []int32{h.d.NodeID}
-	sp.ISR = []int32{h.d.NodeID}
-	sp.EligibleLeaderReplicas = []int32{}
-	sp.LastKnownELR = []int32{}
+	sp.Partition, sp.LeaderID, sp.LeaderEpoch = p, v.leader, v.leaderEpoch
+	sp.ErrorCode = h.code(v.err)
+	sp.Replicas, sp.ISR, sp.OfflineReplicas = v.replicas, v.isr, v.offline
+	sp.EligibleLeaderReplicas, sp.LastKnownELR = v.elr, v.lastKnownELR
 	return sp
 }

@@ -11,6 +11,16 @@
 // through a bounded buffer while it writes the response, so a fetch's memory
 // does not grow with what it asks for.
 //
+// Two handlers: Handler serves the client listener, ControllerHandler the
+// CONTROLLER listener (controller_handler.go: the requests Kafka's
+// ControllerApis serves, answered by this node's controller). A request only
+// the controller can answer (CreateTopics and the other admin writes) is
+// forwarded by Handler as it came, at its version, to the active controller
+// (forward.go, ControllerRouter), and answered once this broker has
+// published the metadata the answer holds at. Data requests are answered
+// from the partitions this broker leads; others are NOT_LEADER_OR_FOLLOWER
+// with the current leader as KIP-951's hint (Produce v10+, Fetch v12+).
+//
 // ApiVersions advertises exactly the keys registered here with their ranges;
 // the server closes connections that use anything else.
 //

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -305,6 +306,16 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 	stats, statsOf := tm.Topic(""), ""
 	topicIdx := map[replica.SessionKey]int{}
 	var bodies []encodedBody
+	hints := h.newLeaderHints()
+	defer func() {
+		if req.Version >= 16 {
+			hints.each(func(id int32, ep metadata.Endpoint, rack *string) {
+				b := kmsg.NewFetchResponseBroker()
+				b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, ep.Port, rack
+				resp.Brokers = append(resp.Brokers, b)
+			})
+		}
+	}()
 	for i, fp := range parts {
 		res := out[i]
 		sp := fp.sp
@@ -341,6 +352,9 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 		p.PreferredReadReplica = -1
 		if res.err != nil {
 			p.ErrorCode = errCode(h.d.Logger, res.err)
+			if req.Version >= 12 && hints.wants(p.ErrorCode) {
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = hints.leader(fp.name, fp.key.Partition)
+			}
 		}
 		if req.IsolationLevel == 1 {
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}

@@ -7,34 +7,40 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
-// FindCoordinator, versions 0-6 (Kafka 4.2); v4+ batches keys. Group keys
-// (type 0) create __consumer_offsets on first use and are coordinated by this
-// broker; COORDINATOR_NOT_AVAILABLE while the topic cannot be created (for
-// example offsets.topic.replication.factor above the number of brokers).
-// Transaction keys (1) are answered COORDINATOR_NOT_AVAILABLE, as Kafka
-// answers them while __transaction_state cannot be created: Gregor has no
-// transaction coordinator yet. Deviation: share-group keys (2) are
-// INVALID_REQUEST (share groups are not built).
+// FindCoordinator, versions 0-6 (Kafka 4.2); v4+ batches keys. A group key
+// (type 0) is coordinated by the leader of the group's __consumer_offsets
+// partition, wherever it is: this broker answers with that broker's
+// endpoint. The topic is created on first use (through the controller);
+// COORDINATOR_NOT_AVAILABLE while it cannot be (for example
+// offsets.topic.replication.factor above what the cluster allows) or while
+// the partition has no leader. Transaction keys (1) are answered
+// COORDINATOR_NOT_AVAILABLE, as Kafka answers them while
+// __transaction_state cannot be created: Gregor has no transaction
+// coordinator yet. Deviation: share-group keys (2) are INVALID_REQUEST
+// (share groups are not built).
 func init() { register(kmsg.FindCoordinator.Int16(), 0, 6, handleFindCoordinator) }
 
-func handleFindCoordinator(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
+func handleFindCoordinator(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
-	host, port := h.d.Advertised()
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		c.Key, c.NodeID, c.Host, c.Port = key, h.d.NodeID, host, port
-		if err := h.findCoordinator(req.CoordinatorType, key); err != nil {
+		c.Key = key
+		id, host, port, err := h.findCoordinator(ctx, req.CoordinatorType, key)
+		if err != nil {
 			c.NodeID, c.Host, c.Port = -1, "", -1
 			c.ErrorCode = errCode(h.d.Logger, err)
 			c.ErrorMessage = errMessage(err)
+		} else {
+			c.NodeID, c.Host, c.Port = id, host, port
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
@@ -49,19 +55,33 @@ func handleFindCoordinator(_ context.Context, h *Handler, r *server.Request) (km
 	return resp, nil
 }
 
-func (h *Handler) findCoordinator(keyType int8, key string) error {
+func (h *Handler) findCoordinator(ctx context.Context, keyType int8, key string) (int32, string, int32, error) {
 	switch keyType {
 	case 0:
 		g, err := h.groups()
 		if err != nil {
-			return err
+			return 0, "", 0, err
 		}
-		return g.EnsureTopic()
+		if err := g.EnsureTopic(ctx); err != nil {
+			return 0, "", 0, err
+		}
+		im := h.d.Metadata.Image()
+		p := g.PartitionFor(key)
+		pi := im.Partition(group.OffsetsTopic, p)
+		if pi == nil || pi.Leader < 0 {
+			return 0, "", 0, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, group.OffsetsTopic, p)
+		}
+		ep, _, ok := h.endpoint(im, pi.Leader)
+		if !ok {
+			return 0, "", 0, fmt.Errorf("%w: broker %d, the leader of %s-%d, is not available", kerr.CoordinatorNotAvailable,
+				pi.Leader, group.OffsetsTopic, p)
+		}
+		return pi.Leader, ep.Host, ep.Port, nil
 	case 1:
-		return fmt.Errorf("%w: Gregor has no transaction coordinator yet (transactional id %q)", kerr.CoordinatorNotAvailable, key)
+		return 0, "", 0, fmt.Errorf("%w: Gregor has no transaction coordinator yet (transactional id %q)", kerr.CoordinatorNotAvailable, key)
 	case 2:
-		return fmt.Errorf("%w: share groups are not supported", kerr.InvalidRequest)
+		return 0, "", 0, fmt.Errorf("%w: share groups are not supported", kerr.InvalidRequest)
 	default:
-		return fmt.Errorf("%w: unknown coordinator type %d", kerr.InvalidRequest, keyType)
+		return 0, "", 0, fmt.Errorf("%w: unknown coordinator type %d", kerr.InvalidRequest, keyType)
 	}
 }

@@ -90,7 +90,7 @@ func TestGroupRequestsBeforeTheOffsetsTopicExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, "JoinGroup without __consumer_offsets", resp.ErrorCode, kerr.NotCoordinator)
-	if b.Controller().Image().Topic("__consumer_offsets") != nil {
+	if b.Metadata().Topic("__consumer_offsets") != nil {
 		t.Fatal("__consumer_offsets created before any FindCoordinator")
 	}
 
@@ -100,10 +100,10 @@ func TestGroupRequestsBeforeTheOffsetsTopicExist(t *testing.T) {
 	if len(fr.Coordinators) != 2 || fr.Coordinators[0].NodeID != 1 || fr.Coordinators[1].ErrorCode != 0 {
 		t.Fatalf("FindCoordinator v6 %+v", fr.Coordinators)
 	}
-	topic := b.Controller().Image().Topic("__consumer_offsets")
-	if topic == nil || !topic.Internal || topic.Partitions != 3 || topic.Configs["cleanup.policy"] != "compact" ||
-		topic.Configs["segment.bytes"] != "104857600" {
-		t.Fatalf("__consumer_offsets %+v", topic)
+	im := b.Metadata()
+	topic, cfgs := im.Topic("__consumer_offsets"), im.TopicConfigs("__consumer_offsets")
+	if topic == nil || len(topic.Partitions) != 3 || cfgs["cleanup.policy"] != "compact" || cfgs["segment.bytes"] != "104857600" {
+		t.Fatalf("__consumer_offsets %+v %v", topic, cfgs)
 	}
 
 	fc = kmsg.NewPtrFindCoordinatorRequest()
@@ -260,7 +260,7 @@ func TestOffsetCommitForUnknownTopicOrPartition(t *testing.T) {
 		wantCode(t, "commit to a negative partition", r.Topics[1].Partitions[2].ErrorCode, kerr.UnknownTopicOrPartition)
 	}
 	// v10 names topics by id: a known id with a partition beyond the count.
-	id := b.Controller().Image().Topic("real").ID
+	id := b.Metadata().Topic("real").ID
 	byID := kmsg.NewPtrOffsetCommitRequest()
 	byID.Group, byID.Generation = "simple", -1
 	byID.Topics = []kmsg.OffsetCommitRequestTopic{{TopicID: id, Partitions: []kmsg.OffsetCommitRequestTopicPartition{

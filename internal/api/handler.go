@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
@@ -18,20 +18,26 @@ import (
 
 // Deps is what the handlers call into. The broker package builds it.
 type Deps struct {
-	NodeID     int32
-	Controller *controller.Controller
+	NodeID int32
+	// Metadata is the metadata as this broker acts on it; Controller
+	// reaches the active controller, which admin requests are forwarded
+	// to.
+	Metadata   Metadata
+	Controller ControllerRPC
 	Replicas   *replica.Manager
 	Logs       *logmgr.Manager
 	Sessions   *replica.SessionCache
 	// Config returns the current broker config snapshot.
 	Config func() *config.Broker
-	// Advertised is the client listener's advertised host and port.
-	Advertised func() (string, int32)
+	// Listener is the client listener's name: brokers are described to
+	// clients by their endpoint of that name.
+	Listener string
 	// ProducerIDs hands out producer ids for InitProducerId.
-	ProducerIDs func() (int64, error)
-	// EnsureTopic auto-creates a topic with broker defaults (Metadata with
-	// auto.create.topics.enable); nil disables auto-creation.
-	EnsureTopic func(name string) error
+	ProducerIDs func(ctx context.Context) (int64, error)
+	// EnsureTopic auto-creates a topic with broker defaults through the
+	// controller and returns once this broker has published it (Metadata
+	// with auto.create.topics.enable); nil disables auto-creation.
+	EnsureTopic func(ctx context.Context, name string) error
 	// Checkpoint writes log-start-offset-checkpoint after DeleteRecords.
 	Checkpoint func() error
 	// Groups is the group coordinator; nil answers COORDINATOR_NOT_AVAILABLE.
@@ -89,6 +95,21 @@ func (h *Handler) Handle(ctx context.Context, req *server.Request) (kmsg.Respons
 		return nil, fmt.Errorf("api key %d not served", req.Key)
 	}
 	return e.fn(ctx, h, req)
+}
+
+// Deferred is a server.Handler whose Handler is set after the listener is
+// bound: a broker binds its client listener at start, to know the port it
+// registers with, but can answer only once it has loaded its logs. Set it
+// before the server serves.
+type Deferred struct{ h atomic.Pointer[Handler] }
+
+// Set makes h answer every request from now on.
+func (d *Deferred) Set(h *Handler) { d.h.Store(h) }
+
+func (d *Deferred) Versions(key int16) (int16, int16, bool) { return d.h.Load().Versions(key) }
+
+func (d *Deferred) Handle(ctx context.Context, req *server.Request) (kmsg.Response, error) {
+	return d.h.Load().Handle(ctx, req)
 }
 
 // SupportedKeys lists every served key with its range (for ApiVersions and tools).

@@ -75,7 +75,7 @@ func TestIncrementalAlterTopicOps(t *testing.T) {
 		alterOp("cleanup.policy", kmsg.IncrementalAlterConfigOpAppend, ptrTo("compact")),
 		alterOp("retention.ms", kmsg.IncrementalAlterConfigOpSet, ptrTo("86400000")))
 	checkAlter(t, "append + set", r.ErrorCode, r.ErrorMessage, nil, "")
-	if got := a.b.Controller().Image().Topic("t").Configs; got["cleanup.policy"] != "delete,compact" || got["retention.ms"] != "86400000" {
+	if got := a.b.Metadata().TopicConfigs("t"); got["cleanup.policy"] != "delete,compact" || got["retention.ms"] != "86400000" {
 		t.Fatalf("overrides after APPEND: %v", got)
 	}
 	if cfg := a.log("t", 0).Config(); !cfg.Compact || !cfg.Delete || cfg.RetentionMs != 86400000 {
@@ -122,7 +122,7 @@ func TestIncrementalAlterTopicOps(t *testing.T) {
 		r := a.incrementalAlter(kmsg.ConfigResourceTypeTopic, tc.res, false, tc.ops...)
 		checkAlter(t, tc.name, r.ErrorCode, r.ErrorMessage, tc.want, tc.wantMsg)
 	}
-	if got := a.b.Controller().Image().Topic("t").Configs; len(got) != 2 || got["segment.ms"] != "" {
+	if got := a.b.Metadata().TopicConfigs("t"); len(got) != 2 || got["segment.ms"] != "" {
 		t.Fatalf("failed alters changed overrides: %v", got)
 	}
 }

@@ -32,11 +32,11 @@ import (
 // __transaction_state cannot be created.
 func init() { register(kmsg.InitProducerID.Int16(), 0, 5, handleInitProducerID) }
 
-func handleInitProducerID(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
+func handleInitProducerID(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	id, err := h.initProducerID(req, r)
+	id, err := h.initProducerID(ctx, req, r)
 	if err != nil {
 		resp.ErrorCode = errCode(h.d.Logger, err)
 		return resp, nil
@@ -46,7 +46,7 @@ func handleInitProducerID(_ context.Context, h *Handler, r *server.Request) (kms
 	return resp, nil
 }
 
-func (h *Handler) initProducerID(req *kmsg.InitProducerIDRequest, r *server.Request) (int64, error) {
+func (h *Handler) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest, r *server.Request) (int64, error) {
 	if req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
 		return -1, fmt.Errorf("%w: producer id %d with epoch %d", kerr.InvalidRequest, req.ProducerID, req.ProducerEpoch)
 	}
@@ -62,7 +62,7 @@ func (h *Handler) initProducerID(req *kmsg.InitProducerIDRequest, r *server.Requ
 			"transactional_id", *txn, "client", clientID(r), "remote", r.Conn.Remote)
 		return -1, fmt.Errorf("%w: this broker has no transaction coordinator (transactions are not built yet)", kerr.NotCoordinator)
 	}
-	return h.d.ProducerIDs()
+	return h.d.ProducerIDs(ctx)
 }
 
 // clientID is the request's client id for logs ("" when null).

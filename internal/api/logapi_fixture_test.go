@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/topicpart"
@@ -52,16 +51,14 @@ func (f *logAPI) restart() {
 
 func (f *logAPI) createTopic(name string, partitions int32, configs map[string]string) {
 	f.t.Helper()
-	_, err := f.b.Controller().CreateTopic(controller.CreateTopicRequest{
-		Name: name, NumPartitions: partitions, ReplicationFactor: -1, Configs: configs}, false)
-	if err != nil {
+	if err := f.b.CreateTopic(f.ctx, name, partitions, configs); err != nil {
 		f.t.Fatalf("create topic %s: %v", name, err)
 	}
 }
 
 func (f *logAPI) topicID(name string) [16]byte {
 	f.t.Helper()
-	t := f.b.Controller().Image().Topic(name)
+	t := f.b.Metadata().Topic(name)
 	if t == nil {
 		return [16]byte{}
 	}

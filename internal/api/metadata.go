@@ -4,18 +4,29 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
-// Metadata, versions 0-13 (Kafka 4.2). A null topic list means every topic;
-// v4+ AllowAutoTopicCreation creates unknown topics with the broker defaults
-// when auto.create.topics.enable is true; v10+ topics may be named by id.
-// This broker is the leader, only replica and whole ISR of every partition.
+// Metadata, versions 0-13 (Kafka 4.2). Answers from the metadata this
+// broker has published: the unfenced brokers with their endpoint on the
+// listener the request came in on, the cluster id, the controller, and each
+// topic's partitions with their leader, leader epoch, replicas, ISR and
+// offline replicas. A partition whose leader cannot serve (none elected, its
+// only replica's broker fenced or gone, its log dir offline) has leader -1
+// and LEADER_NOT_AVAILABLE. The controller id is the active controller when
+// its broker is live (every Gregor node is both), else a random live
+// broker, as a KRaft broker answers (KIP-590: admin requests sent to it are
+// forwarded). A null topic list means every topic; v4+
+// AllowAutoTopicCreation creates unknown topics with the broker defaults
+// when auto.create.topics.enable is true (through the controller; the new
+// topic is answered in full); v10+ topics may be named by id.
 func init() { register(kmsg.Metadata.Int16(), 0, 13, handleMetadata) }
 
 // authorizedOpsAll is every topic operation bit (READ..DESCRIBE_CONFIGS..);
@@ -26,14 +37,11 @@ const (
 	authorizedClusterOps      = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
 )
 
-func handleMetadata(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
+func handleMetadata(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	host, port := h.d.Advertised()
-	im := h.d.Controller.Image()
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: h.d.NodeID, Host: host, Port: port}}
+	im := h.d.Metadata.Image()
 	resp.ClusterID = strp(im.ClusterID)
-	resp.ControllerID = h.d.NodeID
 	resp.AuthorizedOperations = authorizedOpsNotRequested
 	if req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = authorizedClusterOps
@@ -55,27 +63,16 @@ func handleMetadata(_ context.Context, h *Handler, r *server.Request) (kmsg.Resp
 		}
 		ti := im.Topic(name)
 		t.TopicID = ti.ID
-		t.IsInternal = ti.Internal
+		t.IsInternal = controller.IsInternalTopic(name)
 		if req.IncludeTopicAuthorizedOperations {
 			t.AuthorizedOperations = authorizedTopicOps
 		}
-		for p := int32(0); p < ti.Partitions; p++ {
+		for p, pi := range ti.Partitions {
+			v := h.viewPartition(im, name, int32(p), pi)
 			mp := kmsg.NewMetadataResponseTopicPartition()
-			mp.Partition = p
-			mp.Leader = h.d.NodeID
-			mp.LeaderEpoch = 0
-			mp.OfflineReplicas = []int32{}
-			if part, err := h.partition(name, p); err == nil {
-				mp.LeaderEpoch = part.LeaderEpoch()
-			} else {
-				mp.ErrorCode = kerr.LeaderNotAvailable.Code
-				if errors.Is(err, kerr.KafkaStorageError) {
-					// Its only replica is in an offline log dir: no leader.
-					mp.Leader, mp.OfflineReplicas = -1, []int32{h.d.NodeID}
-				}
-			}
-			mp.Replicas = []int32{h.d.NodeID}
-			mp.ISR = []int32{h.d.NodeID}
+			mp.Partition, mp.Leader, mp.LeaderEpoch = int32(p), v.leader, v.leaderEpoch
+			mp.Replicas, mp.ISR, mp.OfflineReplicas = v.replicas, v.isr, v.offline
+			mp.ErrorCode = errCode(h.d.Logger, v.err)
 			t.Partitions = append(t.Partitions, mp)
 		}
 		resp.Topics = append(resp.Topics, t)
@@ -85,43 +82,72 @@ func handleMetadata(_ context.Context, h *Handler, r *server.Request) (kmsg.Resp
 		for _, name := range im.TopicNames() {
 			add(name, [16]byte{}, nil)
 		}
-		return resp, nil
-	}
-	for _, rt := range req.Topics {
-		if rt.Topic == nil || *rt.Topic == "" {
-			if rt.TopicID == [16]byte{} {
-				add("", rt.TopicID, kerr.InvalidTopicException)
+	} else {
+		for _, rt := range req.Topics {
+			if rt.Topic == nil || *rt.Topic == "" {
+				if rt.TopicID == [16]byte{} {
+					add("", rt.TopicID, kerr.InvalidTopicException)
+					continue
+				}
+				t := im.TopicByID(metadata.TopicID(rt.TopicID))
+				if t == nil {
+					add("", rt.TopicID, kerr.UnknownTopicID)
+					continue
+				}
+				add(t.Name, t.ID, nil)
 				continue
 			}
-			t := im.TopicByID(controller.TopicID(rt.TopicID))
-			if t == nil {
-				add("", rt.TopicID, kerr.UnknownTopicID)
+			name := *rt.Topic
+			if im.Topic(name) != nil {
+				add(name, [16]byte{}, nil)
 				continue
 			}
-			add(t.Name, t.ID, nil)
-			continue
-		}
-		name := *rt.Topic
-		if im.Topic(name) != nil {
+			if err := controller.ValidateTopicName(name); err != nil {
+				add(name, [16]byte{}, kerr.InvalidTopicException)
+				continue
+			}
+			if !autoCreate {
+				add(name, [16]byte{}, kerr.UnknownTopicOrPartition)
+				continue
+			}
+			if err := h.d.EnsureTopic(ctx, name); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				add(name, [16]byte{}, err)
+				continue
+			}
+			// EnsureTopic returns once this broker has published the
+			// topic, so it is answered in full at once.
+			im = h.d.Metadata.Image()
+			if im.Topic(name) == nil {
+				add(name, [16]byte{}, kerr.LeaderNotAvailable)
+				continue
+			}
 			add(name, [16]byte{}, nil)
-			continue
 		}
-		if err := controller.ValidateTopicName(name); err != nil {
-			add(name, [16]byte{}, kerr.InvalidTopicException)
-			continue
-		}
-		if !autoCreate {
-			add(name, [16]byte{}, kerr.UnknownTopicOrPartition)
-			continue
-		}
-		if err := h.d.EnsureTopic(name); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			add(name, [16]byte{}, err)
-			continue
-		}
-		// The single-node controller hosts the partitions before EnsureTopic
-		// returns, so the new topic is answered in full at once.
-		im = h.d.Controller.Image()
-		add(name, [16]byte{}, nil)
 	}
+	resp.Brokers, resp.ControllerID = h.liveBrokers(im)
 	return resp, nil
+}
+
+// liveBrokers are the unfenced brokers with an endpoint on this listener,
+// and the controller id to give clients: the active controller if it is
+// one of them, else a random one of them (-1 when there is none).
+func (h *Handler) liveBrokers(im *metadata.Image) ([]kmsg.MetadataResponseBroker, int32) {
+	var out []kmsg.MetadataResponseBroker
+	ctrl := int32(-1)
+	for _, b := range im.SortedBrokers() {
+		ep, rack, ok := h.endpoint(im, b.ID)
+		if !ok {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = b.ID, ep.Host, ep.Port, rack
+		out = append(out, mb)
+		if b.ID == im.Controller.Node {
+			ctrl = b.ID
+		}
+	}
+	if ctrl < 0 && len(out) > 0 {
+		ctrl = out[rand.IntN(len(out))].NodeID
+	}
+	return out, ctrl
 }

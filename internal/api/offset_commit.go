@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -39,7 +39,7 @@ func handleOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (kms
 	if req.Version <= 4 {
 		cr.RetentionMs = req.RetentionTimeMillis
 	}
-	slots := commitSlots(h.d.Controller.Image(), req, cr)
+	slots := commitSlots(h.d.Metadata.Image(), req, cr)
 	var res *group.CommitResult
 	coord, err := h.groups()
 	switch {
@@ -72,16 +72,16 @@ func handleOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (kms
 // commitSlots checks every request partition against the metadata image and
 // adds the ones that exist to cr; slots[i][j] says what became of request
 // topic i's partition j.
-func commitSlots(im *controller.Image, req *kmsg.OffsetCommitRequest, cr *group.CommitRequest) [][]commitSlot {
+func commitSlots(im *metadata.Image, req *kmsg.OffsetCommitRequest, cr *group.CommitRequest) [][]commitSlot {
 	byID := req.Version >= 10
 	slots := make([][]commitSlot, len(req.Topics))
 	for i, t := range req.Topics {
 		slots[i] = make([]commitSlot, len(t.Partitions))
-		var ti *controller.Topic
+		var ti *metadata.TopicImage
 		var missing error
 		if byID {
-			if ti = im.TopicByID(controller.TopicID(t.TopicID)); ti == nil {
-				missing = fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, controller.TopicID(t.TopicID))
+			if ti = im.TopicByID(metadata.TopicID(t.TopicID)); ti == nil {
+				missing = fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, metadata.TopicID(t.TopicID))
 			}
 		} else if ti = im.Topic(t.Topic); ti == nil {
 			missing = fmt.Errorf("%w: topic %s does not exist", kerr.UnknownTopicOrPartition, t.Topic)
@@ -92,7 +92,7 @@ func commitSlots(im *controller.Image, req *kmsg.OffsetCommitRequest, cr *group.
 			case missing != nil:
 				slots[i][j].err = missing
 				continue
-			case p.Partition < 0 || p.Partition >= ti.Partitions:
+			case p.Partition < 0 || int(p.Partition) >= len(ti.Partitions):
 				slots[i][j].err = fmt.Errorf("%w: %s has no partition %d", kerr.UnknownTopicOrPartition, ti.Name, p.Partition)
 				continue
 			}

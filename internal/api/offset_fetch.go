@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -60,7 +60,7 @@ func (h *Handler) offsetFetchGroup(ctx context.Context, req *kmsg.OffsetFetchReq
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = rg.Group
 	byID := req.Version >= 10
-	im := h.d.Controller.Image()
+	im := h.d.Metadata.Image()
 	fr := &group.FetchRequest{Group: rg.Group, RequireStable: req.RequireStable}
 	// unknown[i]: the request's topic i names an unknown topic id.
 	unknown := make([]bool, len(rg.Topics))
@@ -69,7 +69,7 @@ func (h *Handler) offsetFetchGroup(ctx context.Context, req *kmsg.OffsetFetchReq
 		for i, t := range rg.Topics {
 			name := t.Topic
 			if byID {
-				ti := im.TopicByID(controller.TopicID(t.TopicID))
+				ti := im.TopicByID(metadata.TopicID(t.TopicID))
 				if ti == nil {
 					unknown[i] = true
 					continue
@@ -140,7 +140,7 @@ func (h *Handler) offsetFetchGroup(ctx context.Context, req *kmsg.OffsetFetchReq
 			parts := make([]group.FetchPartition, len(t.Partitions))
 			for j, p := range t.Partitions {
 				parts[j] = group.FetchPartition{Partition: p, Offset: -1, LeaderEpoch: -1,
-					Err: fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, controller.TopicID(t.TopicID))}
+					Err: fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, metadata.TopicID(t.TopicID))}
 			}
 			addTopic(t.Topic, t.TopicID, parts)
 			continue

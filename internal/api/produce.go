@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -42,10 +43,14 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 	byID := req.Version >= 13
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	var failed error
+	hints := h.newLeaderHints()
 	fail := func(sp *kmsg.ProduceResponseTopicPartition, name string, err error) {
 		failed = err
 		ke := kafkaError(h.d.Logger, err)
 		sp.ErrorCode = ke.Code
+		if req.Version >= 10 && hints.wants(sp.ErrorCode) {
+			sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = hints.leader(name, sp.Partition)
+		}
 		if req.Version >= 8 && err != ke {
 			sp.ErrorMessage = kafkaMessage(err)
 		}
@@ -95,7 +100,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 				err = kerr.InvalidRequiredAcks
 			case terr != nil:
 				err = terr
-			case h.d.Controller.Image().Topic(name) != nil && h.d.Controller.Image().Topic(name).Internal:
+			case isInternal(name):
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, name)
 			default:
 				pend, err = h.produceOne(req, name, rp.Partition, rp.Records, sp)
@@ -119,6 +124,13 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		}
 	}
 	countProduce(h.d.Replicas.TopicMetrics(), resp, names)
+	if req.Version >= 10 {
+		hints.each(func(id int32, ep metadata.Endpoint, rack *string) {
+			b := kmsg.NewProduceResponseBroker()
+			b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, ep.Port, rack
+			resp.Brokers = append(resp.Brokers, b)
+		})
+	}
 	if req.Acks == 0 {
 		if failed != nil {
 			return nil, fmt.Errorf("acks=0 produce failed, closing the connection: %w", failed)

@@ -11,8 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/api"
+	"github.com/gregor-broker/gregor/internal/broker"
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
-	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -26,12 +27,11 @@ func BenchmarkProduceHandler(b *testing.B) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	br := brokertest.Start(b, map[string]string{"gregor.ack.fsync": "false"})
 	const topic, partitions = "bench", 4
-	if _, err := br.Controller().CreateTopic(controller.CreateTopicRequest{
-		Name: topic, NumPartitions: partitions, ReplicationFactor: -1}, false); err != nil {
+	if err := br.CreateTopic(context.Background(), topic, partitions, nil); err != nil {
 		b.Fatal(err)
 	}
 	h := api.New(api.Deps{
-		NodeID: br.Config().NodeID(), Controller: br.Controller(), Replicas: br.Replicas(), Logs: br.Logs(),
+		NodeID: br.Config().NodeID(), Metadata: brokerMetadata{br.Broker}, Replicas: br.Replicas(), Logs: br.Logs(),
 		Config: br.Config, Logger: logger,
 	})
 	req := kmsg.NewPtrProduceRequest()
@@ -70,4 +70,13 @@ func BenchmarkProduceHandler(b *testing.B) {
 			b.Fatalf("produce error code %d", code)
 		}
 	}
+}
+
+// brokerMetadata is a broker's published metadata as the handlers read it.
+type brokerMetadata struct{ b *broker.Broker }
+
+func (m brokerMetadata) Image() *metadata.Image { return m.b.Metadata() }
+
+func (m brokerMetadata) WaitPublished(ctx context.Context, index uint64) error {
+	return m.b.Node().WaitPublished(ctx, index)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
@@ -168,9 +167,7 @@ func TestDeleteRecordsOffsets(t *testing.T) {
 
 func TestDeleteRecordsInternalTopic(t *testing.T) {
 	f := newLogAPI(t)
-	_, err := f.b.Controller().CreateTopic(controller.CreateTopicRequest{
-		Name: "__consumer_offsets", NumPartitions: 1, ReplicationFactor: -1, Internal: true}, false)
-	if err != nil {
+	if err := f.b.CreateTopic(f.ctx, "__consumer_offsets", 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.wantCode("internal topic", f.deleteRecords("__consumer_offsets", 0, 0).ErrorCode, kerr.InvalidTopicException)

@@ -22,7 +22,7 @@ func TestRemoteStorageEnableRefused(t *testing.T) {
 	if rs["tiered"].ErrMessage != msg {
 		t.Errorf("CreateTopics message %q, want %q", rs["tiered"].ErrMessage, msg)
 	}
-	if a.b.Controller().Image().Topic("tiered") != nil {
+	if a.b.Metadata().Topic("tiered") != nil {
 		t.Fatal("the topic was created")
 	}
 
@@ -44,7 +44,7 @@ func TestRemoteStorageEnableRefused(t *testing.T) {
 	if lr[0].ErrMessage != msg {
 		t.Errorf("AlterConfigs message %q, want %q", lr[0].ErrMessage, msg)
 	}
-	if v := a.b.Controller().Image().Topic("local").Configs["remote.storage.enable"]; v != "false" {
+	if v := a.b.Metadata().TopicConfigs("local")["remote.storage.enable"]; v != "false" {
 		t.Fatalf("remote.storage.enable is %q after refused alters", v)
 	}
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,15 +20,14 @@ import (
 	"github.com/gregor-broker/gregor/internal/api"
 	"github.com/gregor-broker/gregor/internal/cleaner"
 	"github.com/gregor-broker/gregor/internal/clock"
+	"github.com/gregor-broker/gregor/internal/cluster"
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
-	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/kclient"
 	"github.com/gregor-broker/gregor/internal/logdirs"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
-	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -39,16 +39,33 @@ type Options struct {
 	Clock    clock.Clock
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// ControllerOverTCP makes this broker reach its own node's controller
+	// over the CONTROLLER listener too, as it reaches another node's
+	// (tests run the wire path with it); by default a local controller is
+	// called in process.
+	ControllerOverTCP bool
+	// DialRaft opens the raft transport's connections (tests); default a
+	// net.Dialer.
+	DialRaft func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// Broker is one running Gregor node.
+// Broker is one running Gregor node: a broker and a metadata quorum voter.
 type Broker struct {
-	o        Options
-	static   *config.Broker
-	cfg      atomic.Pointer[config.Broker]
-	logger   *slog.Logger
-	dirs     *logdirs.Held // the log dirs, locked until Shutdown
-	ctrl     *controller.Controller
+	o      Options
+	static *config.Broker
+	cfg    atomic.Pointer[config.Broker]
+	logger *slog.Logger
+	layout *cluster.Layout
+	dirs   *logdirs.Held // the log dirs, locked until Shutdown
+
+	incarnation [16]byte
+	node        *cluster.Node
+	ctrlSrv     *server.Server // the CONTROLLER listener's Kafka RPCs
+	ctrlLn      net.Listener
+	pool        *kclient.Pool
+	ctrl        api.ControllerClient
+	life        *cluster.Lifecycle
+
 	logs     *logmgr.Manager
 	cleaner  *cleaner.Cleaner
 	replicas *replica.Manager
@@ -57,11 +74,16 @@ type Broker struct {
 	requestMemory *server.MemoryPool
 	groups        *group.Coordinator
 	srv           *server.Server
+	handler       api.Deferred // the client listener's, set by startup
 	adm           *admin.Admin
 	view          *source.Source // what the admin JSON API and web console read
 
-	advHost string
-	advPort int32
+	// ready is closed once the broker serves clients (startup); startErr
+	// says why startup failed, when it did (then fatal carries it too).
+	ready     chan struct{}
+	startDone chan struct{}
+	startErr  error
+	stopStart context.CancelFunc
 
 	pidMu   sync.Mutex
 	pidNext int64
@@ -71,7 +93,7 @@ type Broker struct {
 	shutdownErr  error
 
 	// fatal carries the error that stops the broker on its own (every log
-	// dir offline) to Run.
+	// dir offline, a startup that cannot finish) to Run.
 	fatal chan error
 }
 
@@ -103,199 +125,176 @@ func New(o Options) (*Broker, error) {
 	for _, name := range static.Unknown() {
 		o.Logger.Warn("ignoring unknown broker config", "name", name)
 	}
-	b := &Broker{o: o, static: static, logger: o.Logger, fatal: make(chan error, 1)}
+	layout, err := cluster.ParseLayout(static)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{o: o, static: static, logger: o.Logger, layout: layout, fatal: make(chan error, 1),
+		ready: make(chan struct{}), startDone: make(chan struct{})}
 	b.cfg.Store(static)
+	if _, err := rand.Read(b.incarnation[:]); err != nil {
+		return nil, err
+	}
 	return b, nil
 }
 
 // Config is the current broker configuration (static plus dynamic).
 func (b *Broker) Config() *config.Broker { return b.cfg.Load() }
 
-// clientEndpoint picks the client listener and its advertised address.
-func (b *Broker) clientEndpoint() (bind config.Endpoint, adv config.Endpoint, err error) {
-	cfg := b.Config()
-	ctrlNames := map[string]bool{}
-	for _, n := range cfg.List("controller.listener.names") {
-		ctrlNames[n] = true
-	}
-	eps, err := config.ParseEndpoints(cfg.List("listeners"))
-	if err != nil {
-		return bind, adv, err
-	}
-	found := false
-	for _, ep := range eps {
-		if !ctrlNames[ep.Listener] {
-			bind, found = ep, true
-			break
-		}
-	}
-	if !found {
-		return bind, adv, fmt.Errorf("listeners %v has no client listener outside controller.listener.names", cfg.List("listeners"))
-	}
-	if proto := cfg.SecurityProtocolMap()[bind.Listener]; proto != "" && proto != "PLAINTEXT" {
-		return bind, adv, fmt.Errorf("listener %s uses security protocol %s; Gregor serves only PLAINTEXT so far (TLS and SASL are not implemented)",
-			bind.Listener, proto)
-	}
-	adv = bind
-	if advs, err := config.ParseEndpoints(cfg.List("advertised.listeners")); err == nil {
-		for _, ep := range advs {
-			if ep.Listener == bind.Listener {
-				adv = ep
-			}
-		}
-	}
-	if adv.Host == "" || adv.Host == "0.0.0.0" || adv.Host == "::" {
-		adv.Host = "127.0.0.1"
-	}
-	return bind, adv, nil
-}
-
-// Start opens storage and starts listening. Serving starts with Run. On an
-// error, Shutdown releases what Start took.
+// Start checks and locks the log dirs, opens the metadata log, binds the
+// listeners and starts the broker's lifecycle, and returns: the rest
+// (catching up with the metadata, loading the logs, registering with the
+// controller, being unfenced) needs the metadata quorum, which needs the
+// other voters, so it goes on in the background until Ready is closed.
+// Serving starts with Run. On an error, Shutdown releases what Start took.
 func (b *Broker) Start() error {
 	cfg := b.Config()
-	dirs := cfg.LogDirs()
-	var err error
-	// Before anything else touches the dirs: lock them, and check (or, when
-	// all are empty, format) them.
-	b.dirs, err = logdirs.Open(logdirs.Config{FS: b.o.FS, LogDirs: dirs, MetadataLogDir: cfg.String("metadata.log.dir"),
-		NodeID: cfg.NodeID(), MetadataFile: controller.MetadataFile}, controller.Bootstrap(b.o.FS, cfg.NodeID()), b.logger)
-	if err != nil {
+	if err := b.openDirs(cfg); err != nil {
 		return err
 	}
 	b.adm = admin.New(admin.Config{Addr: cfg.String("gregor.admin.listen"), Logger: b.logger, Registry: b.o.Registry})
-	b.adm.SetReady("log recovery", false)
-	b.adm.SetReady("metadata", false)
+	b.adm.SetCondition("metadata", admin.NotReady, "catching up with the metadata log")
+	b.adm.SetCondition("log recovery", admin.NotReady, "waiting for the metadata")
+	b.adm.SetCondition("broker registration", admin.NotReady, "not registered with the controller yet")
 	if err := b.adm.Listen(); err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	b.ctrl, err = controller.Open(controller.Options{FS: b.o.FS, MetadataDir: b.dirs.MetadataDir, ClusterID: b.dirs.ClusterID,
-		NodeID: cfg.NodeID(), Logger: b.logger, Broker: b.Config})
+	if err := b.openNode(cfg); err != nil {
+		return err
+	}
+	if err := checkInternalTopics(cfg, b.node.Image(), len(b.layout.Voters)); err != nil {
+		return err
+	}
+	if err := b.listenClients(cfg); err != nil {
+		return err
+	}
+	if err := b.startLifecycle(cfg); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.stopStart = cancel
+	go b.startup(ctx)
+	return nil
+}
+
+// openDirs locks and checks the log dirs (formatting them when all are
+// empty), and converts an older Gregor's metadata file into the metadata
+// log.
+func (b *Broker) openDirs(cfg *config.Broker) error {
+	lc := logdirs.Config{FS: b.o.FS, LogDirs: cfg.LogDirs(), MetadataLogDir: cfg.String("metadata.log.dir"),
+		NodeID: cfg.NodeID(), MetadataFile: cluster.MetadataDirName, LegacyMetadataFile: cluster.LegacyMetadataFile}
+	if b.layout.ExplicitVoters {
+		lc.NewClusterID = func() string { return cluster.DeriveClusterID(b.layout.Voters) }
+	}
+	var err error
+	b.dirs, err = logdirs.Open(lc, cluster.Format(b.o.FS, cfg.NodeID(), b.layout.VoterIDs()), b.logger)
 	if err != nil {
 		return err
 	}
-	if err := b.applyBrokerConfigs(b.ctrl.Image()); err != nil {
+	if _, err := b.o.FS.Stat(filepath.Join(b.dirs.MetadataDir, cluster.LegacyMetadataFile)); err != nil {
+		return nil
+	}
+	epoch, err := cluster.Upgrade(cluster.UpgradeConfig{FS: b.o.FS, Dir: b.dirs.MetadataDir, NodeID: cfg.NodeID(),
+		ClusterID: b.dirs.ClusterID, Voters: b.layout.VoterIDs(), LogDirs: b.logDirIDs()})
+	if err != nil {
 		return err
 	}
-	if err := checkInternalTopics(b.Config(), b.ctrl); err != nil {
-		return err
-	}
-	b.adm.SetReady("metadata", true)
-	if b.logs, err = b.openLogs(cfg, dirs); err != nil {
-		return err
-	}
-	for _, st := range b.logs.DirStates() {
-		b.onLogDirChange(st, nil)
-	}
-	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
-	b.replicas = replica.New(b.logs, cfg.Bool("gregor.ack.fsync"), b.logger)
-	for _, t := range b.ctrl.Image().SortedTopics() {
-		if err := b.hostTopic(t, 0); err != nil {
-			return err
+	if epoch > 0 {
+		b.logger.Info("converted the single-node metadata into the metadata log", "dir", b.dirs.MetadataDir,
+			"retired", cluster.RetiredMetadataFile)
+		if b.cleanlyStopped() {
+			// The old broker shut down cleanly: its logs hold everything it
+			// acknowledged, so it comes back as a clean restart.
+			return cluster.WriteEpoch(b.o.FS, b.dirs.MetadataDir, epoch, cluster.EpochCleanShutdown)
 		}
 	}
-	b.ctrl.OnChange(b.onMetadataChange)
-	// The group coordinator loads __consumer_offsets in the background and
-	// follows its creation; its listener runs after the hosting one.
-	b.groups = group.NewCoordinator(group.Options{Replicas: b.replicas, Topics: b.ctrl, Config: b.Config,
-		Clock: b.o.Clock, Logger: b.logger})
-	b.ctrl.OnChange(b.groups.OnMetadataChange)
-	b.groups.Start()
-	b.adm.SetReady("log recovery", true)
+	return nil
+}
 
-	bind, adv, err := b.clientEndpoint()
-	if err != nil {
-		return err
+// cleanlyStopped reports whether every log dir holds the log manager's
+// clean-shutdown marker, or acknowledgements waited for fsync: then the logs
+// hold everything the last run acknowledged.
+func (b *Broker) cleanlyStopped() bool {
+	if b.Config().Bool("gregor.ack.fsync") {
+		return true
 	}
-	b.advHost, b.advPort = adv.Host, int32(adv.Port)
-	b.sessions = replica.NewSessionCache(int(cfg.Int("max.incremental.fetch.session.cache.slots")), b.o.Clock.Now)
-	handler := api.New(api.Deps{
-		NodeID: cfg.NodeID(), Controller: b.ctrl, Replicas: b.replicas, Logs: b.logs,
-		Sessions:    b.sessions,
-		Config:      b.Config,
-		Advertised:  func() (string, int32) { return b.advHost, b.advPort },
-		ProducerIDs: b.nextProducerID,
-		EnsureTopic: b.ensureTopic,
-		Checkpoint:  b.logs.CheckpointLogStart,
-		Groups:      b.groups,
-		Clock:       b.o.Clock,
-		Logger:      b.logger,
-	})
+	for _, d := range b.Config().LogDirs() {
+		if _, err := b.o.FS.Stat(filepath.Join(d, logmgr.CleanShutdownFile)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// logDirIDs are the directory ids of the log dirs, from their
+// meta.properties (written by now, when Open formatted them), as the broker
+// registers them.
+func (b *Broker) logDirIDs() [][16]byte {
+	var out [][16]byte
+	for _, d := range b.dirs.Ensemble.Dirs {
+		data, err := vfs.ReadFile(b.o.FS, filepath.Join(d.Path, logdirs.MetaPropertiesFile))
+		if err != nil {
+			continue
+		}
+		m, err := logdirs.ParseMetaProperties(data)
+		if err != nil {
+			continue
+		}
+		if id, err := parseUUID(m.DirectoryID); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// listenClients binds the client listener (requests are served once the
+// broker is ready, in Run).
+func (b *Broker) listenClients(cfg *config.Broker) error {
+	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
+	l := b.layout
 	b.requestMemory = server.NewMemoryPool(cfg.Long("queued.max.request.bytes"))
 	b.srv = server.New(server.Config{
-		Addr:                  net.JoinHostPort(bind.Host, strconv.Itoa(bind.Port)),
-		Listener:              bind.Listener,
+		Addr:                  net.JoinHostPort(l.Client.Host, strconv.Itoa(l.Client.Port)),
+		Listener:              l.Client.Listener,
 		SocketRequestMaxBytes: cfg.Int("socket.request.max.bytes"),
 		MaxConnections:        int(cfg.Int("max.connections")),
 		ConnectionsMaxIdle:    ms("connections.max.idle.ms"),
 		Logger:                b.logger,
 		Metrics:               server.NewMetrics(b.o.Registry),
 		MemoryPool:            b.requestMemory,
-	}, handler)
+	}, &b.handler)
 	if err := b.srv.Listen(); err != nil {
-		return fmt.Errorf("listener %s: %w", bind.Listener, err)
+		return fmt.Errorf("listener %s: %w", l.Client.Listener, err)
 	}
-	if b.advPort == 0 {
-		b.advPort = int32(b.srv.Addr().(*net.TCPAddr).Port)
+	if l.Advertised.Port == 0 {
+		l.Advertised.Port = b.srv.Addr().(*net.TCPAddr).Port
 	}
-	b.logs.Start()
-	b.startCleaner()
-	b.view = b.newSource()
-	admin.RegisterAPI(b.adm, b.view)
-	admin.RegisterConsole(b.adm, b.view)
-	b.registerMetrics()
 	return nil
 }
 
-// openLogs loads every partition log of dirs (logmgr.Open), setting aside
-// the ones the metadata does not know.
-func (b *Broker) openLogs(cfg *config.Broker, dirs []string) (*logmgr.Manager, error) {
-	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
-	flushCheck := ms("log.flush.scheduler.interval.ms")
-	if flushCheck <= 0 || flushCheck > time.Second {
-		flushCheck = time.Second
+// Ready is closed once the broker serves clients: caught up with the
+// metadata, logs loaded, registered and unfenced.
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
+
+// WaitReady waits until the broker is ready, its startup failed, or ctx
+// ends.
+func (b *Broker) WaitReady(ctx context.Context) error {
+	select {
+	case <-b.ready:
+		return nil
+	case <-b.startDone:
+		if b.startErr != nil {
+			return b.startErr
+		}
+		<-b.ready
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("broker %d not ready: %w", b.layout.NodeID, ctx.Err())
 	}
-	return logmgr.Open(logmgr.Options{
-		FS: b.o.FS, Clock: b.o.Clock, Dirs: dirs, Logger: b.logger,
-		ConfigFor:              b.logConfigFor,
-		Stray:                  b.strayReason,
-		RecoveryThreadsPerDir:  int(cfg.Int("num.recovery.threads.per.data.dir")),
-		RetentionCheckInterval: ms("log.retention.check.interval.ms"),
-		FlushCheckInterval:     flushCheck,
-		RecoveryPointInterval:  ms("log.flush.offset.checkpoint.interval.ms"),
-		LogStartInterval:       ms("log.flush.start.offset.checkpoint.interval.ms"),
-		HighWatermarkInterval:  ms("replica.high.watermark.checkpoint.interval.ms"),
-
-		ProducerExpirationCheckInterval: ms("producer.id.expiration.check.interval.ms"),
-		DiskCheckInterval:               diskCheckInterval,
-		MinFreeBytes:                    func() int64 { return b.Config().Long("gregor.log.dir.min.free.bytes") },
-		OnDirChange:                     b.onLogDirChange,
-	})
 }
 
-// newSource builds the admin JSON API's and web console's read model over
-// the started broker.
-func (b *Broker) newSource() *source.Source {
-	return source.New(source.Deps{
-		Metadata: b.ctrl, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups,
-		Config: b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
-		Listener: func() (string, string, int32) {
-			name := "PLAINTEXT"
-			if bind, _, err := b.clientEndpoint(); err == nil {
-				name = bind.Listener
-			}
-			return name, b.advHost, b.advPort
-		},
-		AdminAddr: func() string {
-			if a := b.AdminAddr(); a != nil {
-				return a.String()
-			}
-			return ""
-		},
-	})
-}
-
-// Source is what the admin JSON API and web console read; nil before Start.
+// Source is what the admin JSON API and web console read; nil before the
+// broker is ready.
 func (b *Broker) Source() admin.Source {
 	if b.view == nil {
 		return nil
@@ -306,6 +305,9 @@ func (b *Broker) Source() admin.Source {
 // Addr is the client listener's address.
 func (b *Broker) Addr() net.Addr { return b.srv.Addr() }
 
+// ControllerAddr is the CONTROLLER listener's address.
+func (b *Broker) ControllerAddr() net.Addr { return b.ctrlLn.Addr() }
+
 // AdminAddr is the admin HTTP listener's address.
 func (b *Broker) AdminAddr() net.Addr { return b.adm.Addr() }
 
@@ -315,8 +317,11 @@ func (b *Broker) Admin() *admin.Admin { return b.adm }
 // Replicas exposes the replica manager (tests, admin JSON API).
 func (b *Broker) Replicas() *replica.Manager { return b.replicas }
 
-// Controller exposes the metadata controller.
-func (b *Broker) Controller() *controller.Controller { return b.ctrl }
+// Node exposes this node's metadata quorum member and controller.
+func (b *Broker) Node() *cluster.Node { return b.node }
+
+// Lifecycle exposes the broker's registration and heartbeats.
+func (b *Broker) Lifecycle() *cluster.Lifecycle { return b.life }
 
 // Groups exposes the group coordinator.
 func (b *Broker) Groups() *group.Coordinator { return b.groups }
@@ -324,22 +329,34 @@ func (b *Broker) Groups() *group.Coordinator { return b.groups }
 // Logs exposes the log manager.
 func (b *Broker) Logs() *logmgr.Manager { return b.logs }
 
-// Run serves until ctx ends, then shuts down gracefully. If the broker
-// cannot go on (every log dir offline) it shuts down by itself and Run
-// returns why, so that `gregor serve` exits non-zero.
+// Run serves until ctx ends, then shuts down: a controlled shutdown first
+// (the controller moves this broker's leaderships away), then the
+// listeners, the logs and the metadata log. Clients are served once the
+// broker is ready. If the broker cannot go on (every log dir offline, a
+// startup that failed) it shuts down by itself and Run returns why, so that
+// `gregor serve` exits non-zero.
 func (b *Broker) Run(ctx context.Context) error {
 	errc := make(chan error, 2)
-	go func() { errc <- b.srv.Serve(context.Background()) }()
 	go func() { errc <- b.adm.Serve(context.Background()) }()
+	serving := b.ready
 	var fatal error
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if err != nil && !errors.Is(err, server.ErrServerClosed) {
-			b.logger.Error("listener stopped", "err", err)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-serving:
+			serving = nil
+			go func() { errc <- b.srv.Serve(context.Background()) }()
+		case err := <-errc:
+			if err != nil && !errors.Is(err, server.ErrServerClosed) {
+				b.logger.Error("listener stopped", "err", err)
+			}
+			break loop
+		case fatal = <-b.fatal:
+			b.logger.Error("shutting down", "err", fatal)
+			break loop
 		}
-	case fatal = <-b.fatal:
-		b.logger.Error("shutting down", "err", fatal)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -372,184 +389,18 @@ func (b *Broker) onLogDirChange(st logmgr.DirState, all []logmgr.DirState) {
 			return
 		}
 	}
+	b.stopWith(fmt.Errorf("all log dirs are offline, the last %s: %w", st.Path, st.Offline))
+}
+
+// stopWith makes Run shut the broker down and return err.
+func (b *Broker) stopWith(err error) {
 	select {
-	case b.fatal <- fmt.Errorf("all log dirs are offline, the last %s: %w", st.Path, st.Offline):
+	case b.fatal <- err:
 	default:
 	}
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-
-// Shutdown stops listeners, lets in-flight requests finish, and closes the
-// logs cleanly.
-func (b *Broker) Shutdown(ctx context.Context) error {
-	b.shutdownOnce.Do(func() {
-		var errs []error
-		if b.replicas != nil {
-			b.replicas.BeginShutdown()
-		}
-		if b.srv != nil {
-			if err := b.srv.Shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("kafka listener: %w", err))
-			}
-		}
-		if b.adm != nil {
-			if err := b.adm.Shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("admin listener: %w", err))
-			}
-		}
-		if b.cleaner != nil {
-			b.cleaner.Stop()
-		}
-		if b.logs != nil {
-			if err := b.logs.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("closing logs: %w", err))
-			}
-		}
-		// Last: the dirs stay locked until nothing of this broker writes.
-		if b.dirs != nil {
-			if err := b.dirs.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		b.shutdownErr = errors.Join(errs...)
-		if b.shutdownErr == nil && b.srv != nil { // a broker that never started has nothing to report
-			b.logger.Info("shut down cleanly")
-		}
-	})
-	return b.shutdownErr
-}
-
-// logConfigFor resolves a topic's log configuration from the metadata image.
-func (b *Broker) logConfigFor(topic string) log.Config {
-	var overrides map[string]string
-	if t := b.ctrl.Image().Topic(topic); t != nil {
-		overrides = t.Configs
-	}
-	tc, err := config.ResolveTopic(b.Config(), overrides)
-	if err != nil {
-		b.logger.Error("topic config no longer valid, using defaults", "topic", topic, "err", err)
-		tc, _ = config.ResolveTopic(b.Config(), nil)
-	}
-	return LogConfig(tc, b.Config())
-}
-
-func (b *Broker) topicConfig(t *controller.Topic) config.Topic {
-	tc, err := config.ResolveTopic(b.Config(), t.Configs)
-	if err != nil {
-		b.logger.Error("topic config no longer valid, using defaults", "topic", t.Name, "err", err)
-		tc, _ = config.ResolveTopic(b.Config(), nil)
-	}
-	return tc
-}
-
-// strayReason is Kafka's stray test (LogManager.isStrayKraftReplica) for a
-// partition log found on disk: the metadata must name its topic, with this
-// partition, and with the topic id the log's partition.metadata holds (a log
-// without one never had a record appended: the file is written first).
-func (b *Broker) strayReason(tp topicpart.TopicPartition, topicID [16]byte) string {
-	t := b.ctrl.Image().Topic(tp.Topic)
-	switch {
-	case t == nil:
-		return "the metadata has no topic " + tp.Topic
-	case tp.Partition >= t.Partitions:
-		return fmt.Sprintf("topic %s has %d partitions", tp.Topic, t.Partitions)
-	case topicID == [16]byte{}:
-		return "the log has no partition.metadata naming its topic id"
-	case controller.TopicID(topicID) != t.ID:
-		return fmt.Sprintf("the log belongs to topic id %s, the metadata's %s is %s", controller.TopicID(topicID), tp.Topic, t.ID)
-	}
-	return ""
-}
-
-// hostTopic hosts partitions [from, t.Partitions) of t.
-func (b *Broker) hostTopic(t *controller.Topic, from int32) error {
-	tc := b.topicConfig(t)
-	lc := LogConfig(tc, b.Config())
-	for p := from; p < t.Partitions; p++ {
-		if _, err := b.replicas.Host(topicpart.TopicPartition{Topic: t.Name, Partition: p}, t.ID, lc, tc.MinInsyncReplicas); err != nil {
-			return fmt.Errorf("host %s-%d: %w", t.Name, p, err)
-		}
-	}
-	return nil
-}
-
-func (b *Broker) reconfigureTopic(t *controller.Topic) {
-	tc := b.topicConfig(t)
-	lc := LogConfig(tc, b.Config())
-	for p := int32(0); p < t.Partitions; p++ {
-		if part, ok := b.replicas.Get(topicpart.TopicPartition{Topic: t.Name, Partition: p}); ok {
-			part.Log.SetConfig(lc)
-			part.SetMinISR(tc.MinInsyncReplicas)
-		}
-	}
-}
-
-func (b *Broker) applyBrokerConfigs(im *controller.Image) error {
-	next, err := b.static.WithDynamic(im.BrokerConfigs)
-	if err != nil {
-		return err
-	}
-	if next, err = next.WithDynamicPerBroker(im.NodeConfigs); err != nil {
-		return err
-	}
-	b.cfg.Store(next)
-	return nil
-}
-
-// onMetadataChange applies a committed metadata change (called with the
-// controller's lock held, one change at a time).
-func (b *Broker) onMetadataChange(ch controller.Change) {
-	switch {
-	case ch.Created != nil:
-		if err := b.hostTopic(ch.Created, 0); err != nil {
-			b.logger.Error("hosting new topic failed", "topic", ch.Created.Name, "err", err)
-		}
-	case ch.Expanded != nil:
-		if err := b.hostTopic(ch.Expanded, ch.OldPartitions); err != nil {
-			b.logger.Error("hosting new partitions failed", "topic", ch.Expanded.Name, "err", err)
-		}
-	case ch.Deleted != nil:
-		for p := int32(0); p < ch.Deleted.Partitions; p++ {
-			tp := topicpart.TopicPartition{Topic: ch.Deleted.Name, Partition: p}
-			if err := b.replicas.Drop(tp); err != nil {
-				b.logger.Error("deleting partition log failed", "partition", tp, "err", err)
-			}
-		}
-	case ch.ConfigChanged != nil:
-		b.reconfigureTopic(ch.ConfigChanged)
-	case ch.BrokerConfigs:
-		if err := b.applyBrokerConfigs(ch.Image); err != nil {
-			b.logger.Error("applying dynamic broker configs failed", "err", err)
-			return
-		}
-		for _, t := range ch.Image.SortedTopics() {
-			b.reconfigureTopic(t)
-		}
-	}
-}
-
-// ensureTopic creates a topic with broker defaults (auto-creation).
-func (b *Broker) ensureTopic(name string) error {
-	_, err := b.ctrl.CreateTopic(controller.CreateTopicRequest{Name: name, NumPartitions: -1, ReplicationFactor: -1}, false)
-	return err
-}
-
-// nextProducerID hands out producer ids from durably reserved blocks.
-func (b *Broker) nextProducerID() (int64, error) {
-	b.pidMu.Lock()
-	defer b.pidMu.Unlock()
-	if b.pidNext >= b.pidEnd {
-		start, err := b.ctrl.AllocateProducerIDBlock()
-		if err != nil {
-			return -1, err
-		}
-		b.pidNext, b.pidEnd = start, start+controller.ProducerIDBlockSize
-	}
-	id := b.pidNext
-	b.pidNext++
-	return id, nil
-}
 
 // DataDirs returns the absolute log dirs.
 func (b *Broker) DataDirs() []string {

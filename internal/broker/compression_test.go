@@ -22,7 +22,7 @@ func storedCodecs(t *testing.T, ctx context.Context, b *brokertest.Broker, cl *k
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxBytes, req.SessionEpoch = -1, 1<<20, -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic, rt.TopicID = topic, b.Controller().Image().Topic(topic).ID
+	rt.Topic, rt.TopicID = topic, b.Metadata().Topic(topic).ID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LogStartOffset = 1<<20, -1, -1
 	rt.Partitions = append(rt.Partitions, rp)

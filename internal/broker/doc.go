@@ -1,50 +1,83 @@
-// Package broker is the composition root: it builds every subsystem from the
-// broker configuration and starts and stops them in order.
+// Package broker is the composition root: it builds every subsystem of a
+// Gregor node (a broker and a metadata quorum voter, Kafka's combined mode)
+// from the broker configuration and starts and stops them in order.
 //
 // New refuses a configuration that asks for TLS, SASL or ACLs, which Gregor
 // does not have yet (config.SecurityRequested names each setting), so an
 // operator who asked for protection never gets an open broker.
 //
-// Start: configuration → log dirs (package logdirs: lock .lock in every dir
-// for the process's life, then check every meta.properties agrees and find
-// the metadata; format them when all are empty; anything else inconsistent
-// stops the start with a message per dir, nothing written) → controller
-// (the metadata image from the dir logdirs found) → internal topics check
-// (internaltopics.go: an internal topic not yet created must be creatable and
-// writable as its broker configs describe it, offsets.topic.* and
-// transaction.state.log.*, or the start stops naming them) → log manager
-// (loads and recovers every partition log; a log the metadata does not know,
-// by topic, partition or topic id (strayReason, Kafka's isStrayKraftReplica),
-// is renamed stray and kept; /readyz "log recovery") → replica manager
-// hosting every partition of every topic →
-// group coordinator (replays __consumer_offsets in the background) →
-// request handler → Kafka listener → admin HTTP listener → background jobs
-// (the log manager's, then the log cleaner when log.cleaner.enable, with its
-// status at GET /v1/partitions/{topic}/{partition}/cleaner and its metrics)
-// → the admin JSON API under /v1/ and the web console (admin.RegisterAPI and
-// admin.RegisterConsole over Source()).
+// Start (returns once the listeners are bound; the rest needs the quorum):
+// configuration and the node's place in the cluster (cluster.ParseLayout) →
+// log dirs (package logdirs: lock .lock in every dir for the process's life,
+// check every meta.properties agrees and find the metadata log; format them
+// when all are empty, the cluster named after its voters when they are
+// listed; an older Gregor's gregor-metadata.json is converted into the
+// metadata log, cluster.Upgrade) → admin HTTP listener (/readyz conditions
+// "metadata", "log recovery", "broker registration") → the CONTROLLER
+// listener, shared by the raft transport and the controller's Kafka RPCs
+// (api.ControllerHandler), and the metadata log (cluster.Node: the image is
+// rebuilt from the snapshot and the log, nothing published yet) →
+// internal topics check (internaltopics.go: an internal topic the metadata
+// does not hold yet must be creatable and writable as its broker configs
+// describe it, offsets.topic.* and transaction.state.log.*, or the start
+// stops naming them) → the client listener (queued.max.request.bytes bounds
+// the request bytes it holds), bound, not served → the broker lifecycle (registration
+// with PreviousBrokerEpoch from the epoch file, then heartbeats, fenced).
+//
+// Startup, in the background (design §5.8.7): catch up with the metadata log
+// (ReadIndex, then WaitApplied; a quorum of voters must run) → dynamic
+// broker configs from that image → log manager (loads and recovers every
+// partition log; a log the image does not give this broker — no such topic
+// or partition, another topic id, this broker not a replica — is renamed
+// stray and kept, Kafka's isStrayKraftReplica) → replica manager, group
+// coordinator, request handler → the first publish (the whole image:
+// partitions hosted in their roles, coordinators of the __consumer_offsets
+// partitions led here loaded) → the log manager's jobs and the log cleaner →
+// heartbeats ask to be unfenced → once the controller has unfenced the
+// broker and the entry that did is published here, Ready is closed: Run
+// serves clients, and the admin JSON API, web console and metrics are
+// registered.
+//
+// Publish (cluster.Listener) follows every later image in log order: dynamic
+// broker configs, topics removed (their partitions dropped, logs deleted),
+// partitions created or changed (hosted with the image's leader, leader
+// epoch and partition epoch; dropped when this broker is no longer a
+// replica), topic configs re-resolved, and the group coordinator loading a
+// __consumer_offsets partition when this broker becomes its leader and
+// unloading it when it stops being it.
+//
+// The controller: the node that leads raft is the active controller
+// (controller.Shell). This broker reaches it through api.ControllerRouter:
+// in process when it is local (unless Options.ControllerOverTCP), else
+// over the leader's CONTROLLER listener (package kclient), again on
+// NOT_CONTROLLER or a connection error. Admin requests from clients are
+// forwarded there and answered once this broker has published their effect.
+// Producer ids come in blocks from the controller (AllocateProducerIds).
+//
+// Shutdown (SIGTERM/SIGINT in gregor serve): a controlled shutdown first (the
+// controller moves this broker's leaderships away; bounded by
+// broker.session.timeout.ms), then the group coordinator (parked
+// JoinGroup/SyncGroup requests are answered NOT_COORDINATOR), the client
+// listener (in-flight requests finish), the admin listener and the log
+// cleaner stop; the log manager flushes every log, writes the checkpoints
+// and the clean-shutdown marker; the broker epoch is written for the next
+// start (cluster.EpochFile); the lifecycle, the controller listener and the
+// metadata log stop; last the log dirs' locks are released.
 //
 // Source() is the admin.Source the JSON API and the web console read: the
-// read model in internal/admin/source, built here over the controller,
+// read model in internal/admin/source, built over the published metadata,
 // replica manager, log manager, cleaner and group coordinator.
-//
-// Shutdown (SIGTERM/SIGINT in gregor serve): stop the group coordinator
-// (parked JoinGroup/SyncGroup requests are answered NOT_COORDINATOR so they
-// do not hold the drain), stop accepting connections and
-// let in-flight requests finish, stop the admin listener, stop the log
-// cleaner (a cleaning under way is abandoned), then close the log manager,
-// which flushes every log, writes the checkpoint files and the clean-shutdown
-// marker, and last release the log dirs' locks.
 //
 // Metrics (metrics.go): /metrics carries, besides the listener's request and
 // socket counters (package server), the replica manager's BrokerTopicMetrics
 // counters and log flush histogram (package replica), the cleaner's gauges
 // (package cleaner), and gauges computed at scrape time from the hosted
-// partitions, the metadata image and the group coordinator. Names follow the
-// Prometheus JMX exporter's names for Kafka's MBeans; docs/metrics.md lists
-// every series with its MBean, and a test keeps that list equal to what is
-// exposed. Per-partition series appear while the dynamic broker config
-// gregor.metrics.partition.series.enable is true (read at each scrape).
+// partitions, the published metadata image and the group coordinator. Names
+// follow the Prometheus JMX exporter's names for Kafka's MBeans;
+// docs/metrics.md lists every series with its MBean, and a test keeps that
+// list equal to what is exposed. Per-partition series appear while the
+// dynamic broker config gregor.metrics.partition.series.enable is true (read
+// at each scrape).
 //
 // Log dir health (onLogDirChange, told by the log manager): each log dir is
 // a readiness condition named "log dir <path>": ready; ready with a warning
@@ -53,8 +86,4 @@
 // not act); not ready once offline. When the last dir goes offline the
 // broker stops by itself: Run shuts down as on a signal and returns the
 // error, and gregor serve exits non-zero with it (Kafka halts then).
-//
-// Configuration changes arrive as controller changes and are applied here:
-// new topics and partitions are hosted, deleted ones dropped, topic and
-// cluster-default config changes re-resolved into each log's configuration.
 package broker

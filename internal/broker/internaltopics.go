@@ -8,37 +8,42 @@ import (
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
+	"github.com/gregor-broker/gregor/internal/metadata"
 )
+
+// maxReplicationFactor is the most replicas a partition may have until
+// replication (#15): the controller refuses more.
+const maxReplicationFactor = 1
 
 // internalTopic is a topic the broker creates by itself on first use, as
 // its broker configs describe it.
 type internalTopic struct {
-	req     controller.CreateTopicRequest
-	from    []string // the broker configs req is derived from
+	spec    group.TopicSpec
+	from    []string // the broker configs spec is derived from
 	without string   // what cannot work without it
 }
 
 func internalTopics(b *config.Broker) []internalTopic {
 	return []internalTopic{
-		{group.OffsetsTopicRequest(b),
+		{group.OffsetsTopicSpec(b),
 			[]string{"offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes", "min.insync.replicas"},
 			"no consumer group could ever join, commit or fetch offsets"},
-		{transactionStateTopicRequest(b),
+		{transactionStateTopicSpec(b),
 			[]string{"transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
 				"transaction.state.log.segment.bytes", "transaction.state.log.min.isr"},
 			"no transactional producer could ever start"},
 	}
 }
 
-// transactionStateTopicRequest is how Kafka's transaction coordinator
-// creates __transaction_state (TransactionLog's topic configs). Gregor has
-// no transaction coordinator yet; the request is checked at start so that a
+// transactionStateTopicSpec is how Kafka's transaction coordinator creates
+// __transaction_state (TransactionLog's topic configs). Gregor has no
+// transaction coordinator yet; the spec is checked at start so that a
 // configuration that could never work is refused now, not when transactions
 // arrive.
-func transactionStateTopicRequest(b *config.Broker) controller.CreateTopicRequest {
-	return controller.CreateTopicRequest{
+func transactionStateTopicSpec(b *config.Broker) group.TopicSpec {
+	return group.TopicSpec{
 		Name:              controller.TransactionStateTopic,
-		NumPartitions:     b.Int("transaction.state.log.num.partitions"),
+		Partitions:        b.Int("transaction.state.log.num.partitions"),
 		ReplicationFactor: int16(b.Int("transaction.state.log.replication.factor")),
 		Configs: map[string]string{
 			"cleanup.policy":                 "compact",
@@ -47,39 +52,51 @@ func transactionStateTopicRequest(b *config.Broker) controller.CreateTopicReques
 			"segment.bytes":                  strconv.Itoa(int(b.Int("transaction.state.log.segment.bytes"))),
 			"unclean.leader.election.enable": "false",
 		},
-		Internal: true,
 	}
 }
 
 // checkInternalTopics refuses to start a broker whose configuration could
-// never create, or never write to, an internal topic it has not created
-// yet: Kafka would start and then answer every group (or transaction)
-// request COORDINATOR_NOT_AVAILABLE, or NOT_ENOUGH_REPLICAS, for ever. An
+// never create, or never write to, an internal topic the metadata (im, as
+// this node has it from its own log) does not hold yet: Kafka would start
+// and then answer every group (or transaction) request
+// COORDINATOR_NOT_AVAILABLE, or NOT_ENOUGH_REPLICAS, for ever. The checks
+// are the controller's that do not depend on the cluster's state: the
+// topic's configs, its partition count, a replication factor no cluster of
+// this one's voters can reach (nodes) or that Gregor does not keep yet. An
 // internal topic that exists keeps the configs it was created with, as in
 // Kafka, so the broker configs that derive it no longer matter.
-func checkInternalTopics(b *config.Broker, ctrl *controller.Controller) error {
+func checkInternalTopics(b *config.Broker, im *metadata.Image, nodes int) error {
 	for _, it := range internalTopics(b) {
-		if ctrl.Image().Topic(it.req.Name) != nil {
+		if im.Topic(it.spec.Name) != nil {
 			continue
 		}
-		err := func() error {
-			if _, err := ctrl.CreateTopic(it.req, true); err != nil {
-				return err
-			}
-			tc, err := config.ResolveTopic(b, it.req.Configs)
-			if err != nil {
-				return err
-			}
-			if rf := int32(it.req.ReplicationFactor); tc.MinInsyncReplicas > rf {
-				return fmt.Errorf("min.insync.replicas %d is above its replication factor %d, so no write to it could ever be acknowledged",
-					tc.MinInsyncReplicas, rf)
-			}
-			return nil
-		}()
-		if err != nil {
+		if err := checkCreatable(b, it.spec, nodes); err != nil {
 			return fmt.Errorf("%s could never be created and written with %s (%v); %s. Fix these settings and start again",
-				it.req.Name, settings(b, it.from), err, it.without)
+				it.spec.Name, settings(b, it.from), err, it.without)
 		}
+	}
+	return nil
+}
+
+func checkCreatable(b *config.Broker, spec group.TopicSpec, nodes int) error {
+	tc, err := config.ResolveTopic(b, spec.Configs)
+	if err != nil {
+		return err
+	}
+	rf := int(spec.ReplicationFactor)
+	switch {
+	case spec.Partitions < 1:
+		return fmt.Errorf("number of partitions %d is not positive", spec.Partitions)
+	case rf < 1:
+		return fmt.Errorf("replication factor %d is not positive", rf)
+	case rf > nodes:
+		return fmt.Errorf("the replication factor of %d cannot be reached: the cluster has %d node(s)", rf, nodes)
+	case rf > maxReplicationFactor:
+		return fmt.Errorf("the replication factor of %d cannot be reached: Gregor keeps at most %d replica(s) of a partition "+
+			"until replication (issue #15) is implemented", rf, maxReplicationFactor)
+	case int(tc.MinInsyncReplicas) > rf:
+		return fmt.Errorf("min.insync.replicas %d is above its replication factor %d, so no write to it could ever be acknowledged",
+			tc.MinInsyncReplicas, rf)
 	}
 	return nil
 }

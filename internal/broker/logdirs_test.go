@@ -102,7 +102,7 @@ func TestEmptyLogDirInFrontOfDataIsRefused(t *testing.T) {
 	root := t.TempDir()
 	old, newDir := filepath.Join(root, "old"), filepath.Join(root, "new")
 	b := brokertest.StartIn(t, old, nil)
-	clusterID := b.Controller().Image().ClusterID
+	clusterID := b.Metadata().ClusterID
 	brokertest.CreateTopic(t, b.AdminClient(), "orders", 1, nil)
 	produceN(t, b, "orders", 20)
 	b.Stop()
@@ -118,7 +118,7 @@ func TestEmptyLogDirInFrontOfDataIsRefused(t *testing.T) {
 		t.Fatalf("refused with %v, want a *logdirs.Error", err)
 	}
 	for _, want := range []string{newDir + ": does not exist", old + ": meta.properties version=1 cluster.id=" + clusterID,
-		"1 partition dir", "the metadata (gregor-metadata.json)", "No `meta.properties` found in " + newDir,
+		"1 partition dir", "the metadata (__cluster_metadata-0)", "No `meta.properties` found in " + newDir,
 		"gregor storage format --ignore-formatted", "not mounted"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal does not say %q:\n%s", want, err)
@@ -138,7 +138,7 @@ func TestEmptyLogDirInFrontOfDataIsRefused(t *testing.T) {
 		t.Errorf("new was formatted: %v", err)
 	}
 	b = brokertest.StartIn(t, old, nil)
-	if id := b.Controller().Image().ClusterID; id != clusterID {
+	if id := b.Metadata().ClusterID; id != clusterID {
 		t.Fatalf("cluster id %s after the refusal, want %s", id, clusterID)
 	}
 	if got := consumeAll(t, b, "orders", 20); len(got) != 20 {
@@ -153,7 +153,7 @@ func TestReorderedLogDirsStartTheSameCluster(t *testing.T) {
 	root := t.TempDir()
 	a, c := filepath.Join(root, "a"), filepath.Join(root, "c")
 	b := brokertest.StartIn(t, a+","+c, nil)
-	clusterID := b.Controller().Image().ClusterID
+	clusterID := b.Metadata().ClusterID
 	brokertest.CreateTopic(t, b.AdminClient(), "orders", 4, nil)
 	produceN(t, b, "orders", 40)
 	b.Stop()
@@ -163,7 +163,7 @@ func TestReorderedLogDirsStartTheSameCluster(t *testing.T) {
 		}
 	}
 	b = brokertest.StartIn(t, c+","+a, nil)
-	if id := b.Controller().Image().ClusterID; id != clusterID {
+	if id := b.Metadata().ClusterID; id != clusterID {
 		t.Fatalf("log.dirs reordered: cluster id %s, want %s", id, clusterID)
 	}
 	if got := consumeAll(t, b, "orders", 40); len(got) != 40 {
@@ -253,7 +253,7 @@ func TestStrayLogsAreKeptAndReported(t *testing.T) {
 		t.Error("the console overview does not list the stray logs")
 	}
 	// The topic orders of this node starts afresh, empty; ghost does not exist.
-	if im := b.Controller().Image(); im.Topic("ghost") != nil {
+	if im := b.Metadata(); im.Topic("ghost") != nil {
 		t.Error("a stray log created a topic")
 	}
 	if p, ok := b.Replicas().Get(topicpart.TopicPartition{Topic: "orders", Partition: 0}); !ok || p.Log.LogEndOffset() != 0 {

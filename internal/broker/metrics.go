@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -195,29 +194,36 @@ func (c *brokerCollector) collectLogDirs(gauge func(*prometheus.Desc, float64, .
 	gauge(descOfflineLogDirs, float64(offline))
 }
 
-// collectCluster reports the controller's view. On a single node every
-// partition of the metadata is assigned to this broker, so one it does not
-// host, or hosts in an offline log dir (offlineHosted), has neither a leader
-// nor an online replica.
-func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string), hosted, offlineHosted int) {
+// collectCluster reports the cluster as the published metadata image has
+// it: partitions without a leader are offline, and so are replicas whose
+// broker is fenced or gone; partitions this broker leads in an offline log
+// dir (offlineHosted) count as offline too (the image does not know the
+// dir failed). ActiveControllerCount is 1 on the active controller only.
+func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string), _, offlineHosted int) {
 	b := (*Broker)(c)
-	im := b.ctrl.Image()
-	var total int
-	for _, t := range im.Topics {
-		total += int(t.Partitions)
-	}
-	offline := offlineHosted
-	if total > hosted {
-		offline += total - hosted
+	im := published{b}.Image()
+	var total, offline, offlineReplicas int
+	for _, t := range im.SortedTopics() {
+		for _, p := range t.Partitions {
+			total++
+			if p.Leader < 0 {
+				offline++
+			}
+			for _, r := range p.Replicas {
+				if br := im.Brokers[r]; br == nil || br.Fenced {
+					offlineReplicas++
+				}
+			}
+		}
 	}
 	active := 0.0
-	if slices.Contains(b.Config().List("process.roles"), "controller") {
+	if ok, _ := b.node.Shell().Active(); ok {
 		active = 1
 	}
-	gauge(descOfflineReplicas, float64(offline))
-	gauge(descOfflinePartitions, float64(offline))
+	gauge(descOfflineReplicas, float64(offlineReplicas+offlineHosted))
+	gauge(descOfflinePartitions, float64(offline+offlineHosted))
 	gauge(descActiveController, active)
-	gauge(descGlobalTopics, float64(len(im.Topics)))
+	gauge(descGlobalTopics, float64(im.NumTopics()))
 	gauge(descGlobalPartitions, float64(total))
 }
 

@@ -385,10 +385,10 @@ func TestMetricsValues(t *testing.T) {
 		t.Errorf("log flushes = %v after acks=all produce with gregor.ack.fsync=true", n)
 	}
 
-	im := b.Controller().Image()
+	im := b.Metadata()
 	var partitions int
-	for _, tp := range im.Topics {
-		partitions += int(tp.Partitions)
+	for _, tp := range im.SortedTopics() {
+		partitions += len(tp.Partitions)
 	}
 	if partitions < 4 {
 		t.Fatalf("metadata holds %d partitions, want ≥ 4", partitions)
@@ -402,7 +402,7 @@ func TestMetricsValues(t *testing.T) {
 		"kafka_server_replicamanager_offlinereplicacount":         0,
 		"kafka_controller_kafkacontroller_offlinepartitionscount": 0,
 		"kafka_controller_kafkacontroller_activecontrollercount":  1,
-		"kafka_controller_kafkacontroller_globaltopiccount":       float64(len(im.Topics)),
+		"kafka_controller_kafkacontroller_globaltopiccount":       float64(im.NumTopics()),
 		"kafka_controller_kafkacontroller_globalpartitioncount":   float64(partitions),
 		"kafka_coordinator_group_groupmetadatamanager_numgroups":  0,
 	} {

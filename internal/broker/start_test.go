@@ -41,7 +41,7 @@ func TestStartRefusesInternalTopicConfigsThatCanNeverWork(t *testing.T) {
 		{map[string]string{"offsets.topic.segment.bytes": "1000"},
 			[]string{"__consumer_offsets", "offsets.topic.segment.bytes=1000", "Value must be at least 1048576", "no consumer group"}},
 		{map[string]string{"offsets.topic.replication.factor": "3"},
-			[]string{"__consumer_offsets", "offsets.topic.replication.factor=3", "only 1 broker(s) are registered"}},
+			[]string{"__consumer_offsets", "offsets.topic.replication.factor=3", "cannot be reached"}},
 		{map[string]string{"min.insync.replicas": "2"},
 			[]string{"__consumer_offsets", "min.insync.replicas=2", "above its replication factor 1"}},
 		{map[string]string{"transaction.state.log.segment.bytes": "4096"},
@@ -70,7 +70,7 @@ func TestStartRefusesInternalTopicConfigsThatCanNeverWork(t *testing.T) {
 func TestStartWithExistingOffsetsTopicIgnoresItsDerivedConfigs(t *testing.T) {
 	dir := t.TempDir()
 	b := brokertest.StartIn(t, dir, nil)
-	if err := b.Groups().EnsureTopic(); err != nil {
+	if err := b.Groups().EnsureTopic(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	b.Stop()

@@ -1,13 +1,11 @@
-// Package controller owns the cluster metadata. It holds two things while
-// Gregor moves from one node to a cluster:
-//
-//   - Controller, the single-node metadata owner the broker uses today
-//     (below, "Single-node metadata");
-//   - Core and Shell, the active controller of a cluster whose metadata is
-//     a raft log of metadata records (package metadata): Kafka's
-//     QuorumController with ReplicationControlManager,
-//     ClusterControlManager and BrokerHeartbeatManager. When the broker is
-//     switched to it, Controller and its JSON file go.
+// Package controller is the active controller of a Gregor cluster: Core and
+// Shell decide every change to the cluster metadata, which is a raft log of
+// metadata records (package metadata): Kafka's QuorumController with
+// ReplicationControlManager, ClusterControlManager and
+// BrokerHeartbeatManager. Package cluster runs one Shell per node over the
+// node's raft log; only the node that leads raft is active. names.go holds
+// the names and limits the brokers' request handlers share with it (topic
+// name rules, Kafka's internal topics).
 //
 // # The active controller
 //
@@ -76,7 +74,10 @@
 // not read leader.imbalance.per.broker.percentage (neither does Kafka's
 // KRaft controller); a reverted reassignment that needs an unclean election
 // elects an acceptable original replica and marks it RECOVERING (see
-// cancelReassignment); broker features are not negotiated.
+// cancelReassignment); broker features are not negotiated; the broker of
+// the controller's own process (Config.LocalIncarnation) replaces its
+// earlier incarnation at once when they share a log dir, since that dir's
+// lock proves the earlier one gone (Kafka waits for its session to expire).
 //
 // Invariants. Only an active core proposes, and only in its term; at most
 // one core is active per term (raft has one leader per term, and a core
@@ -91,34 +92,4 @@
 // goroutine; every other Shell method may be called from any goroutine, and
 // Applied and LeadershipChanged never block (the raft loop calls them). Do
 // waits for its reply or its context.
-//
-// # Single-node metadata
-//
-// Controller owns the cluster metadata of a single-node Gregor: topics
-// (name, topic id, partition count, config overrides), the dynamic broker
-// configs (cluster default and this node's own), and the cluster id.
-//
-// Until the broker runs on the metadata log, the image is kept in one JSON
-// file, gregor-metadata.json, in the metadata dir package logdirs found
-// (Bootstrap writes a new cluster's empty one when logdirs formats the
-// dirs), rewritten atomically (temp file, fsync, rename, directory fsync) on
-// every change before the change is acknowledged. Open refuses an image of
-// another cluster or node.
-//
-// Every mutation is validated the way Kafka's controller validates it and
-// fails with the Kafka error (kerr) a client expects: INVALID_TOPIC_EXCEPTION,
-// TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR,
-// INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION, ... — with Kafka's messages,
-// and in Kafka's order, so a request with several problems gets the error
-// Kafka would give (validate.go holds the checks both controllers make).
-// Topics named like Kafka's internal topics (__consumer_offsets,
-// __transaction_state, __share_group_state) are internal whoever creates
-// them, as in Kafka.
-//
-// Concurrency: mutations are serialised by mu; readers load the current
-// immutable *Image atomically. A mutation changes a clone and indexes it
-// (topics by id, for the requests that name topics by id) just before it is
-// published. Listeners registered with OnChange are called
-// synchronously, in order, after each change is durable, while mu is held, so
-// they see changes one at a time and must not call back into mutations.
 package controller

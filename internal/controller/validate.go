@@ -10,8 +10,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/config"
 )
 
-// Checks shared by the single-node metadata owner (Controller) and the
-// active controller (Core), with Kafka's wording.
+// The checks of new topics and partitions, with Kafka's wording.
 
 // validateNewTopic makes CreateTopics' checks that come before partitions,
 // in Kafka's order: the name, that it does not exist, that it does not

@@ -15,16 +15,18 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/coord"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/record"
 )
 
-// Topics is what the coordinator needs from the controller: the metadata
-// image and creating __consumer_offsets.
+// Topics is what the coordinator needs from the cluster: the metadata image
+// the broker acts on, and creating __consumer_offsets.
 type Topics interface {
-	Image() *controller.Image
-	CreateTopic(req controller.CreateTopicRequest, validateOnly bool) (*controller.Topic, error)
+	Image() *metadata.Image
+	// CreateTopic creates a topic through the controller and returns once
+	// this broker has published it.
+	CreateTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string) error
 }
 
 // Options configure a Coordinator.
@@ -99,36 +101,26 @@ func ConfigFrom(b *config.Broker) Config {
 
 func (c *Coordinator) config() Config { return ConfigFrom(c.o.Config()) }
 
-// Start loads every partition of an existing __consumer_offsets (each
-// partition replays in the background; requests for it answer
-// COORDINATOR_LOAD_IN_PROGRESS meanwhile).
-func (c *Coordinator) Start() {
-	if t := c.o.Topics.Image().Topic(OffsetsTopic); t != nil {
-		c.loadAll(t.Partitions)
-	}
-}
+// OnElection loads partition p of __consumer_offsets, which this broker has
+// just become the leader of (Kafka's GroupCoordinator.onElection): it
+// replays in the background, and requests for its groups answer
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile. Loading a loaded partition does
+// nothing.
+func (c *Coordinator) OnElection(p int32) { c.rt.Load(p) }
 
-func (c *Coordinator) loadAll(partitions int32) {
-	for p := range partitions {
-		c.rt.Load(p)
-	}
-}
+// OnResignation unloads partition p, which this broker no longer leads (or
+// which was deleted): parked requests answer NOT_COORDINATOR, and the
+// clients find the new coordinator. It returns once the partition's owner
+// has stopped.
+func (c *Coordinator) OnResignation(p int32) { c.rt.Unload(p) }
 
-// OnMetadataChange follows __consumer_offsets being created, expanded or
-// deleted. Register it after the listener that hosts partitions.
-func (c *Coordinator) OnMetadataChange(ch controller.Change) {
-	switch {
-	case ch.Created != nil && ch.Created.Name == OffsetsTopic:
-		c.loadAll(ch.Created.Partitions)
-	case ch.Expanded != nil && ch.Expanded.Name == OffsetsTopic:
-		c.loadAll(ch.Expanded.Partitions)
-	case ch.Deleted != nil && ch.Deleted.Name == OffsetsTopic:
-		for p := range ch.Deleted.Partitions {
-			go c.rt.Unload(p) // the listener runs under the controller's lock
-		}
-	case ch.Deleted != nil:
-		c.deleteTopicOffsets(ch.Deleted.Name, ch.Deleted.Partitions)
-	}
+// Loaded lists the partitions this broker coordinates (loading or loaded).
+func (c *Coordinator) Loaded() []int32 { return c.rt.Owned() }
+
+// OnTopicDeleted forgets the committed offsets of a deleted topic (see
+// deleteTopicOffsets); the broker calls it as it applies the deletion.
+func (c *Coordinator) OnTopicDeleted(topic string, partitions int32) {
+	c.deleteTopicOffsets(topic, partitions)
 }
 
 // deleteTopicOffsets has every loaded __consumer_offsets shard remove the
@@ -144,7 +136,7 @@ func (c *Coordinator) deleteTopicOffsets(topic string, partitions int32) {
 		return
 	}
 	go func() {
-		for p := range t.Partitions {
+		for p := range int32(len(t.Partitions)) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			v, err := c.rt.Do(ctx, p, func(s *Shard, _ time.Time, w coord.Waiter, out *coord.Output) {
 				out.Reply(w, s.DeleteTopicOffsets(topic, partitions, out), nil)
@@ -170,7 +162,7 @@ func (c *Coordinator) Close() { c.rt.Close() }
 // segment.bytes=offsets.topic.segment.bytes. When it cannot be created the
 // error is COORDINATOR_NOT_AVAILABLE, as clients expect while Kafka's
 // coordinator topic is missing.
-func (c *Coordinator) EnsureTopic() error {
+func (c *Coordinator) EnsureTopic(ctx context.Context) error {
 	if c.o.Topics.Image().Topic(OffsetsTopic) != nil {
 		return nil
 	}
@@ -179,7 +171,8 @@ func (c *Coordinator) EnsureTopic() error {
 	if c.o.Topics.Image().Topic(OffsetsTopic) != nil {
 		return nil
 	}
-	_, err := c.o.Topics.CreateTopic(OffsetsTopicRequest(c.o.Config()), false)
+	spec := OffsetsTopicSpec(c.o.Config())
+	err := c.o.Topics.CreateTopic(ctx, spec.Name, spec.Partitions, spec.ReplicationFactor, spec.Configs)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		c.o.Logger.Warn("cannot create "+OffsetsTopic, "err", err)
 		return fmt.Errorf("%w: creating %s: %v", kerr.CoordinatorNotAvailable, OffsetsTopic, err)
@@ -187,22 +180,29 @@ func (c *Coordinator) EnsureTopic() error {
 	return nil
 }
 
-// OffsetsTopicRequest is how the coordinator creates __consumer_offsets
-// under broker configuration b (Kafka's GroupCoordinator
+// TopicSpec is an internal topic as a coordinator creates it.
+type TopicSpec struct {
+	Name              string
+	Partitions        int32
+	ReplicationFactor int16
+	Configs           map[string]string
+}
+
+// OffsetsTopicSpec is how the coordinator creates __consumer_offsets under
+// broker configuration b (Kafka's GroupCoordinator
 // groupMetadataTopicConfigs): offsets.topic.num.partitions partitions,
 // offsets.topic.replication.factor replicas, compacted, stored as producers
 // compressed it, segment.bytes=offsets.topic.segment.bytes.
-func OffsetsTopicRequest(b *config.Broker) controller.CreateTopicRequest {
-	return controller.CreateTopicRequest{
+func OffsetsTopicSpec(b *config.Broker) TopicSpec {
+	return TopicSpec{
 		Name:              OffsetsTopic,
-		NumPartitions:     b.Int("offsets.topic.num.partitions"),
+		Partitions:        b.Int("offsets.topic.num.partitions"),
 		ReplicationFactor: int16(b.Int("offsets.topic.replication.factor")),
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
 			"compression.type": "producer",
 			"segment.bytes":    strconv.Itoa(int(b.Int("offsets.topic.segment.bytes"))),
 		},
-		Internal: true,
 	}
 }
 
@@ -212,7 +212,7 @@ func OffsetsTopicRequest(b *config.Broker) controller.CreateTopicRequest {
 func (c *Coordinator) PartitionFor(group string) int32 {
 	n := c.o.Config().Int("offsets.topic.num.partitions")
 	if t := c.o.Topics.Image().Topic(OffsetsTopic); t != nil {
-		n = t.Partitions
+		n = int32(len(t.Partitions))
 	}
 	return PartitionFor(group, n)
 }

@@ -15,9 +15,13 @@
 //     clocks or I/O; timers are a keyed deadline set (timers.go) the runtime
 //     polls through NextDeadline/Tick.
 //   - Coordinator (coordinator.go) is the thin shell: it creates
-//     __consumer_offsets on first use (FindCoordinator), loads its partitions
-//     into internal/coord's runtime (one owner goroutine per partition), and
-//     turns each request into an op on the right shard.
+//     __consumer_offsets on first use (FindCoordinator, through the
+//     controller), loads the partitions this broker leads into
+//     internal/coord's runtime (one owner goroutine per partition) when it
+//     becomes their leader and unloads them when it stops being it
+//     (OnElection, OnResignation: the broker calls them as it applies the
+//     metadata), and turns each request into an op on the right shard; a
+//     group whose partition is not loaded here answers NOT_COORDINATOR.
 //   - records.go is the serialisation, the package's only kmsg user
 //     (internal/lint holds it to that).
 //

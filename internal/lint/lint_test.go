@@ -55,35 +55,35 @@ var mayImport = map[string][]string{
 	"internal/metadata":             nil,
 	"internal/controller/placement": nil,
 	"internal/controller/election":  {"metadata"},
-	"internal/controller":           {"clock", "config", "controller/election", "controller/placement", "metadata", "vfs"},
+	"internal/controller":           {"clock", "config", "controller/election", "controller/placement", "metadata"},
 	"internal/replica":              {"log", "logmgr", "record", "topicpart", "vfs"},
+
+	// Coordinators: the runtime and the consumer group state machine.
+	"internal/coord": {"clock", "log", "record", "topicpart"},
+	"internal/group": {"clock", "config", "coord", "metadata", "record"},
 
 	// A node's membership in the cluster: the metadata log's state machine
 	// and publisher, the controller on it, the broker lifecycle.
 	"internal/cluster": {"clock", "config", "controller", "metadata", "quorum", "quorum/transport", "vfs"},
 
-	// Coordinators: the runtime and the consumer group state machine.
-	"internal/coord": {"clock", "log", "record", "topicpart"},
-	"internal/group": {"clock", "config", "controller", "coord", "record"},
-
 	// The Kafka protocol: framing, then one handler per API key; the client
 	// side one node uses to reach another.
 	"internal/server":  {"bufpool"},
 	"internal/kclient": nil,
-	"internal/api": {"bufpool", "clock", "config", "controller", "group", "log", "logmgr", "record", "replica",
-		"server", "topicpart"},
+	"internal/api": {"bufpool", "clock", "config", "controller", "group", "kclient", "log", "logmgr", "metadata",
+		"quorum", "record", "replica", "server", "topicpart"},
 
 	// The admin HTTP listener and the read model it shows.
 	"internal/admin":             {"cleaner", "config"},
 	"internal/admin/consoletest": nil,
 	"internal/admin/source": {"admin", "cleaner", "clock", "config", "controller", "group", "log", "logmgr",
-		"record", "replica", "topicpart", "vfs"},
+		"metadata", "record", "replica", "topicpart", "vfs"},
 
 	// The composition root, and what starts it.
-	"internal/broker": {"admin", "admin/source", "api", "cleaner", "clock", "config", "controller", "group", "log",
-		"logdirs", "logmgr", "record", "replica", "server", "topicpart", "vfs"},
+	"internal/broker": {"admin", "admin/source", "api", "cleaner", "clock", "cluster", "config", "controller", "group",
+		"kclient", "log", "logdirs", "logmgr", "metadata", "record", "replica", "server", "topicpart", "vfs"},
 	"internal/broker/brokertest": {"broker", "vfs"}, // StartOn runs a broker on any vfs.FS
-	"cmd/gregor":                 {"admin", "broker", "cleaner", "config", "controller", "logdirs", "record", "vfs"},
+	"cmd/gregor":                 {"admin", "broker", "cleaner", "cluster", "config", "logdirs", "record", "vfs"},
 
 	// Test support: imported only by tests.
 	"internal/transcript": nil,

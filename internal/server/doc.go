@@ -102,7 +102,9 @@
 // # Concurrency and shutdown
 //
 // Listen binds, Serve runs the accept loop in the caller's goroutine and
-// returns once every connection goroutine has ended. Handle is called with
+// returns once every connection goroutine has ended. ServeConn serves a
+// connection accepted elsewhere (the CONTROLLER listener's, which the raft
+// transport accepts), counted and drained like the others. Handle is called with
 // a context shared by all requests; it is cancelled only by Shutdown.
 //
 // Shutdown (and the end of Serve's context) stops accepting and closes the

@@ -214,7 +214,7 @@ func TestStorageFormatAndInfo(t *testing.T) {
 	}
 	out, _, err = runGregor(t, "storage", "info", "--data-dir", dirs)
 	if err != nil || !strings.Contains(out, "Found log directories:") || !strings.Contains(out, "cluster.id="+uuid) ||
-		!strings.Contains(out, "Found metadata: cluster.id="+uuid+" node.id=1 in "+filepath.Join(a, "gregor-metadata.json")) {
+		!strings.Contains(out, "Found metadata: cluster.id="+uuid+" node.id=1 in "+filepath.Join(a, "__cluster_metadata-0")) {
 		t.Errorf("info (exit %v):\n%s", err, out)
 	}
 	p := startProc(t, dirs)

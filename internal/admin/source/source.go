@@ -23,15 +23,16 @@ import (
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
-// Metadata is the metadata image the source describes topics from
-// (*controller.Controller).
+// Metadata is the metadata image the source describes topics from: the
+// one the broker has published.
 type Metadata interface {
-	Image() *controller.Image
+	Image() *metadata.Image
 }
 
 // Partitions finds the partitions this broker hosts (*replica.Manager).
@@ -74,9 +75,10 @@ type Deps struct {
 	// Config is the current broker configuration; TopicConfig resolves a
 	// topic's configuration against it.
 	Config      func() *config.Broker
-	TopicConfig func(t *controller.Topic) config.Topic
-	// Listener is the client listener's name and advertised host and port.
-	Listener func() (name, host string, port int32)
+	TopicConfig func(topic string) config.Topic
+	// Listener is the client listener's name: brokers are shown with
+	// their endpoint of that name.
+	Listener string
 	// AdminAddr is the admin HTTP listener's address.
 	AdminAddr func() string
 	// MetadataDir is the log dir holding the cluster metadata.
@@ -113,7 +115,7 @@ var partitionConfigs = map[string]bool{
 // hostedPartition is one partition of the metadata image and, when this
 // broker hosts it, a snapshot of its log.
 type hostedPartition struct {
-	topic  *controller.Topic
+	topic  *metadata.TopicImage
 	index  int32
 	part   *replica.Partition // nil: not hosted (offline)
 	snap   log.Snapshot
@@ -132,7 +134,7 @@ func (h *hostedPartition) size() int64 {
 	return n
 }
 
-func (s *Source) topic(name string) (*controller.Topic, error) {
+func (s *Source) topic(name string) (*metadata.TopicImage, error) {
 	t := s.d.Metadata.Image().Topic(name)
 	if t == nil {
 		return nil, fmt.Errorf("topic %q: %w", name, admin.ErrNotFound)
@@ -141,7 +143,7 @@ func (s *Source) topic(name string) (*controller.Topic, error) {
 }
 
 // partition snapshots partition p of t; part is nil when it is not hosted.
-func (s *Source) partition(t *controller.Topic, p int32, minISR int32) hostedPartition {
+func (s *Source) partition(t *metadata.TopicImage, p int32, minISR int32) hostedPartition {
 	h := hostedPartition{topic: t, index: p, minISR: minISR}
 	if part, ok := s.d.Partitions.Get(h.tp()); ok {
 		if snap, err := part.Log.Snapshot(); err == nil { // ErrClosed: being deleted
@@ -151,11 +153,11 @@ func (s *Source) partition(t *controller.Topic, p int32, minISR int32) hostedPar
 	return h
 }
 
-func (s *Source) partitions(t *controller.Topic) []hostedPartition {
-	minISR := s.d.TopicConfig(t).MinInsyncReplicas
-	out := make([]hostedPartition, t.Partitions)
+func (s *Source) partitions(t *metadata.TopicImage) []hostedPartition {
+	minISR := s.d.TopicConfig(t.Name).MinInsyncReplicas
+	out := make([]hostedPartition, len(t.Partitions))
 	for p := range t.Partitions {
-		out[p] = s.partition(t, p, minISR)
+		out[p] = s.partition(t, int32(p), minISR)
 	}
 	return out
 }
@@ -164,22 +166,32 @@ func (s *Source) partitions(t *controller.Topic) []hostedPartition {
 func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 	cfg, im := s.d.Config(), s.d.Metadata.Image()
 	node := cfg.NodeID()
-	listener, host, port := s.d.Listener()
 	v := admin.ClusterView{
-		ClusterID: im.ClusterID, NodeID: node, ControllerID: node, Version: version(), StartedAt: s.startedAt,
-		Listeners: map[string]string{listener: net.JoinHostPort(host, strconv.Itoa(int(port)))},
-		Brokers:   []admin.BrokerView{{NodeID: node, Host: host, Port: port, Rack: cfg.String("broker.rack")}},
-		Topics:    len(im.Topics),
+		ClusterID: im.ClusterID, NodeID: node, ControllerID: im.Controller.Node, Version: version(), StartedAt: s.startedAt,
+		Listeners: map[string]string{},
+		Brokers:   []admin.BrokerView{},
+		Topics:    im.NumTopics(),
 		AdminAddr: s.d.AdminAddr(),
 	}
+	for _, b := range im.SortedBrokers() {
+		ep, ok := b.Endpoint(s.d.Listener)
+		if !ok || b.Fenced {
+			continue
+		}
+		v.Brokers = append(v.Brokers, admin.BrokerView{NodeID: b.ID, Host: ep.Host, Port: ep.Port, Rack: b.Rack})
+		if b.ID == node {
+			v.Listeners[s.d.Listener] = net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
+		}
+	}
 	for _, t := range im.SortedTopics() {
-		for _, h := range s.partitions(t) {
+		minISR := s.d.TopicConfig(t.Name).MinInsyncReplicas
+		for _, p := range t.Partitions {
 			v.Partitions++
-			if h.part == nil {
+			if p.Leader < 0 {
 				v.Offline++
 				continue
 			}
-			if h.minISR > 1 { // the ISR is this broker alone
+			if int32(len(p.ISR)) < minISR {
 				v.UnderMinISR++
 			}
 		}
@@ -258,9 +270,13 @@ func policyName(tc config.Topic) string {
 }
 
 // topicSummary sums t's partitions; committed are the groups' offsets on t.
-func (s *Source) topicSummary(t *controller.Topic, parts []hostedPartition, committed []admin.GroupOffset) admin.TopicSummary {
-	ts := admin.TopicSummary{Name: t.Name, ID: t.ID.String(), Internal: t.Internal, Partitions: int(t.Partitions),
-		ReplicationFactor: 1, CleanupPolicy: policyName(s.d.TopicConfig(t)), ConsumerLag: []admin.GroupLag{}}
+func (s *Source) topicSummary(t *metadata.TopicImage, parts []hostedPartition, committed []admin.GroupOffset) admin.TopicSummary {
+	rf := 0
+	if len(t.Partitions) > 0 {
+		rf = len(t.Partitions[0].Replicas)
+	}
+	ts := admin.TopicSummary{Name: t.Name, ID: t.ID.String(), Internal: controller.IsInternalTopic(t.Name), Partitions: len(t.Partitions),
+		ReplicationFactor: rf, CleanupPolicy: policyName(s.d.TopicConfig(t.Name)), ConsumerLag: []admin.GroupLag{}}
 	hw := map[int32]int64{}
 	for _, h := range parts {
 		if h.part == nil {
@@ -305,9 +321,9 @@ func (s *Source) Topic(ctx context.Context, name string) (admin.TopicView, error
 
 // configs are t's effective configs as DescribeConfigs reports them,
 // restricted to the names in only when it is not nil.
-func (s *Source) configs(t *controller.Topic, only map[string]bool) []admin.ConfigView {
+func (s *Source) configs(t *metadata.TopicImage, only map[string]bool) []admin.ConfigView {
 	out := []admin.ConfigView{}
-	for _, e := range config.DescribeTopic(s.d.Config(), t.Configs) {
+	for _, e := range config.DescribeTopic(s.d.Config(), s.d.Metadata.Image().TopicConfigs(t.Name)) {
 		if only != nil && !only[e.Name] {
 			continue
 		}
@@ -334,13 +350,13 @@ func (s *Source) cleanerStatus(h *hostedPartition) *cleaner.PartitionStatus {
 }
 
 func (s *Source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatus) admin.PartitionSummary {
-	node := s.d.Config().NodeID()
-	ps := admin.PartitionSummary{Partition: h.index, Leader: -1, LeaderEpoch: -1, Replicas: []int32{node}, ISR: []int32{}}
+	pi := h.topic.Partitions[h.index]
+	ps := admin.PartitionSummary{Partition: h.index, Leader: pi.Leader, LeaderEpoch: pi.LeaderEpoch,
+		Replicas: append([]int32{}, pi.Replicas...), ISR: append([]int32{}, pi.ISR...)}
 	if h.part == nil {
 		return ps
 	}
 	snap := &h.snap
-	ps.Leader, ps.LeaderEpoch, ps.ISR = node, h.part.LeaderEpoch(), []int32{node}
 	ps.Offsets = admin.Offsets{LogStart: snap.LogStartOffset, LSO: snap.LastStableOffset, HW: snap.HighWatermark,
 		LEO: snap.LogEndOffset, RecoveryPoint: snap.RecoveryPoint}
 	ps.SizeBytes, ps.Segments, ps.Compacted = h.size(), len(snap.Segments), snap.Config.Compact
@@ -361,8 +377,10 @@ func (s *Source) Partition(ctx context.Context, topic string, partition int32) (
 	snap := &h.snap
 	v := admin.PartitionView{Topic: topic, TopicID: h.topic.ID.String(), Partition: partition, Dir: h.part.Log.Dir(),
 		PartitionSummary: s.partitionSummary(&h, st), Cleaner: st, Configs: s.configs(h.topic, partitionConfigs)}
-	v.ReplicaState = []admin.ReplicaView{{BrokerID: v.Leader, LogEndOffset: snap.LogEndOffset, InISR: true, Leader: true,
-		LastCaughtUpMs: now.UnixMilli()}}
+	// This broker's own replica; followers' state comes with replication.
+	node := s.d.Config().NodeID()
+	v.ReplicaState = []admin.ReplicaView{{BrokerID: node, LogEndOffset: snap.LogEndOffset, InISR: slices.Contains(v.ISR, node),
+		Leader: h.part.IsLeader(), LastCaughtUpMs: now.UnixMilli()}}
 
 	plan := log.PlanRetention(snap, now.UnixMilli())
 	for i, seg := range snap.Segments {
@@ -374,7 +392,7 @@ func (s *Source) Partition(ctx context.Context, topic string, partition int32) (
 		sv.Clean = st != nil && st.Compacted && sv.EndOffset <= st.FirstDirtyOffset
 		v.SegmentList = append(v.SegmentList, sv)
 	}
-	v.Retention = admin.RetentionView{CleanupPolicy: policyName(s.d.TopicConfig(h.topic)), RetentionMs: snap.Config.RetentionMs,
+	v.Retention = admin.RetentionView{CleanupPolicy: policyName(s.d.TopicConfig(h.topic.Name)), RetentionMs: snap.Config.RetentionMs,
 		RetentionBytes: snap.Config.RetentionBytes, CheckIntervalMs: s.d.Config().Long("log.retention.check.interval.ms"), Why: plan.Why}
 	if n := plan.Next; n != nil {
 		v.Retention.Next = &admin.RetentionNext{FromOffset: n.FromOffset, ToOffset: n.ToOffset, Segments: n.Segments,
@@ -401,10 +419,10 @@ func (s *Source) hosted(topic string, partition int32) (hostedPartition, error) 
 	if err != nil {
 		return hostedPartition{}, err
 	}
-	if partition < 0 || partition >= t.Partitions {
-		return hostedPartition{}, fmt.Errorf("partition %s-%d (the topic has %d): %w", topic, partition, t.Partitions, admin.ErrNotFound)
+	if partition < 0 || int(partition) >= len(t.Partitions) {
+		return hostedPartition{}, fmt.Errorf("partition %s-%d (the topic has %d): %w", topic, partition, len(t.Partitions), admin.ErrNotFound)
 	}
-	h := s.partition(t, partition, s.d.TopicConfig(t).MinInsyncReplicas)
+	h := s.partition(t, partition, s.d.TopicConfig(t.Name).MinInsyncReplicas)
 	if h.part == nil {
 		return h, fmt.Errorf("partition %s-%d is not hosted on this broker: %w", topic, partition, admin.ErrNotFound)
 	}

@@ -80,6 +80,18 @@ func StartOn(t testing.TB, fs vfs.FS, dir string, overrides map[string]string) *
 		_ = b.Shutdown(ctx) // releases what Start took, the log dirs' locks included
 		t.Fatal(err)
 	}
+	tb := run(t, b, dir, props)
+	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer rcancel()
+	if err := b.WaitReady(rctx); err != nil {
+		tb.Stop()
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// run runs a started broker until the test ends (or Stop).
+func run(t testing.TB, b *broker.Broker, dir string, props map[string]string) *Broker {
 	ctx, cancel := context.WithCancel(context.Background())
 	tb := &Broker{Broker: b, Dir: dir, Props: props, t: t, exited: make(chan struct{})}
 	go func() {

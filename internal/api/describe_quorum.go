@@ -1,0 +1,95 @@
+package api
+
+import (
+	"context"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DescribeQuorum, versions 0-2 (Kafka 4.2). A broker forwards it to the
+// active controller, which is the raft leader of the metadata quorum and
+// answers from raft's progress tracking: the leader and its term (KRaft's
+// leader epoch), the commit index (high watermark), and each voter's log
+// end (the highest index known to be in its log), when the leader last
+// heard from it and when its log last reached the leader's end. v2 adds the
+// voters' CONTROLLER listeners. Only __cluster_metadata-0 exists
+// (UNKNOWN_TOPIC_OR_PARTITION otherwise); a node that is not the leader
+// answers NOT_LEADER_OR_FOLLOWER for it, as KRaft does. Directory ids are
+// not reported (zero): raft voters here are node ids.
+func init() {
+	register(kmsg.DescribeQuorum.Int16(), 0, 2, handleForwarded)
+	registerController(kmsg.DescribeQuorum.Int16(), 0, 2, controllerDescribeQuorum)
+}
+
+// metadataTopic is the metadata log's Kafka name.
+const metadataTopic = "__cluster_metadata"
+
+func controllerDescribeQuorum(ctx context.Context, h *ControllerHandler, kr kmsg.Request) (kmsg.Response, uint64, error) {
+	req := kr.(*kmsg.DescribeQuorumRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	if len(req.Topics) != 1 || req.Topics[0].Topic != metadataTopic || len(req.Topics[0].Partitions) != 1 ||
+		req.Topics[0].Partitions[0].Partition != 0 {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, 0, nil
+	}
+	rt := kmsg.NewDescribeQuorumResponseTopic()
+	rt.Topic = metadataTopic
+	rp := kmsg.NewDescribeQuorumResponseTopicPartition()
+	st, err := h.d.Quorum(ctx)
+	switch {
+	case err != nil:
+		rp.ErrorCode = h.code(err)
+	case !st.Local:
+		rp.ErrorCode = kerr.NotLeaderForPartition.Code
+		if req.Version >= 2 {
+			rp.ErrorMessage = strp("this node is not the leader of the metadata quorum")
+		}
+	default:
+		rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = st.Leader, int32(st.Term), int64(st.Commit)
+		for _, r := range st.Replicas {
+			s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+			s.ReplicaID, s.LogEndOffset = r.NodeID, int64(r.Match)
+			s.LastFetchTimestamp, s.LastCaughtUpTimestamp = -1, -1
+			if !r.LastContact.IsZero() {
+				s.LastFetchTimestamp = r.LastContact.UnixMilli()
+			}
+			if !r.LastCaughtUp.IsZero() {
+				s.LastCaughtUpTimestamp = r.LastCaughtUp.UnixMilli()
+			}
+			if r.Learner {
+				rp.Observers = append(rp.Observers, s)
+			} else {
+				rp.CurrentVoters = append(rp.CurrentVoters, s)
+			}
+		}
+		if req.Version >= 2 {
+			resp.Nodes = h.quorumNodes(st.Voters)
+		}
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	resp.Topics = append(resp.Topics, rt)
+	return resp, 0, nil
+}
+
+// quorumNodes are the voters' CONTROLLER listeners (v2's Nodes).
+func (h *ControllerHandler) quorumNodes(voters []int32) []kmsg.DescribeQuorumResponseNode {
+	var out []kmsg.DescribeQuorumResponseNode
+	for _, id := range voters {
+		n := kmsg.NewDescribeQuorumResponseNode()
+		n.NodeID = id
+		if addr, ok := h.d.Voters[id]; ok {
+			if host, port, err := net.SplitHostPort(addr); err == nil {
+				if p, err := strconv.Atoi(port); err == nil {
+					l := kmsg.NewDescribeQuorumResponseNodeListener()
+					l.Name, l.Host, l.Port = h.d.ControllerListener, host, uint16(p)
+					n.Listeners = append(n.Listeners, l)
+				}
+			}
+		}
+		out = append(out, n)
+	}
+	return out
+}
