@@ -146,6 +146,8 @@ type Manager struct {
 	parts map[topicpart.TopicPartition]*Partition
 
 	closing atomic.Bool
+	// closingC is closed by BeginShutdown: waiting fetches answer then.
+	closingC chan struct{}
 	// waiting counts the long-poll fetches between NewWaiter and Done.
 	waiting atomic.Int64
 
@@ -156,10 +158,12 @@ type Manager struct {
 // BeginShutdown wakes every waiting fetch and makes new ones answer at once,
 // so a broker shutdown does not wait out long polls.
 func (m *Manager) BeginShutdown() {
-	m.closing.Store(true)
-	for _, p := range m.Partitions() {
-		p.notify()
+	if m.closing.Swap(true) {
+		return
 	}
+	// Every waiting fetch, also one waiting on partitions no longer hosted
+	// (a deleted topic's), whose notify would never come.
+	close(m.closingC)
 }
 
 // Closing reports whether the broker is shutting down.
@@ -171,7 +175,7 @@ func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
 		logger = slog.Default()
 	}
 	return &Manager{logs: logs, ackFsync: ackFsync, logger: logger, parts: make(map[topicpart.TopicPartition]*Partition),
-		metrics: newTopicMetrics(), flushTime: newFlushHistogram()}
+		metrics: newTopicMetrics(), flushTime: newFlushHistogram(), closingC: make(chan struct{})}
 }
 
 // AckFsync reports whether acknowledgements wait for fsync.
@@ -482,6 +486,8 @@ func (w *Waiter) Wait(ctx context.Context, timer <-chan time.Time) bool {
 		return false
 	case <-ctx.Done():
 		return false
+	case <-w.m.closingC:
+		return true
 	}
 }
 
