@@ -123,7 +123,7 @@ func (c *Coordinator) OnTopicDeleted(topic string, partitions int32) {
 	c.deleteTopicOffsets(topic, partitions)
 }
 
-// deleteTopicOffsets has every loaded __consumer_offsets shard remove the
+// deleteTopicOffsets has every __consumer_offsets shard loaded here remove the
 // committed offsets of a deleted topic (Kafka's onPartitionsDeleted), so
 // OffsetFetch stops returning them and a topic created again under the name
 // starts without them. It runs in the background: the metadata listener must
@@ -131,12 +131,12 @@ func (c *Coordinator) OnTopicDeleted(topic string, partitions int32) {
 // Kafka, whose write to an unloaded shard fails); they expire with the
 // group's offsets.
 func (c *Coordinator) deleteTopicOffsets(topic string, partitions int32) {
-	t := c.o.Topics.Image().Topic(OffsetsTopic)
-	if t == nil {
+	owned := c.rt.Owned() // the partitions this broker coordinates
+	if len(owned) == 0 {
 		return
 	}
 	go func() {
-		for p := range int32(len(t.Partitions)) {
+		for _, p := range owned {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			v, err := c.rt.Do(ctx, p, func(s *Shard, _ time.Time, w coord.Waiter, out *coord.Output) {
 				out.Reply(w, s.DeleteTopicOffsets(topic, partitions, out), nil)
