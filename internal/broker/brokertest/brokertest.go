@@ -66,11 +66,17 @@ func StartOn(t testing.TB, fs vfs.FS, dir string, overrides map[string]string) *
 	for k, v := range overrides {
 		props[k] = v
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("GREGOR_TEST_LOG") != "" {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	b, err := broker.New(broker.Options{Static: props, Logger: logger, FS: fs})
+	tb := launch(t, broker.Options{Static: props, FS: fs}, dir)
+	tb.WaitReady()
+	return tb
+}
+
+// launch starts a broker and runs it, without waiting for it to be ready
+// (a node of a cluster is ready only once a quorum of nodes runs).
+func launch(t testing.TB, o broker.Options, dir string) *Broker {
+	t.Helper()
+	o.Logger = testLogger()
+	b, err := broker.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,14 +86,26 @@ func StartOn(t testing.TB, fs vfs.FS, dir string, overrides map[string]string) *
 		_ = b.Shutdown(ctx) // releases what Start took, the log dirs' locks included
 		t.Fatal(err)
 	}
-	tb := run(t, b, dir, props)
-	rctx, rcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer rcancel()
-	if err := b.WaitReady(rctx); err != nil {
-		tb.Stop()
-		t.Fatal(err)
+	return run(t, b, dir, o.Static)
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("GREGOR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	return tb
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// WaitReady waits (30 s at most) until the broker serves clients, failing
+// the test otherwise.
+func (b *Broker) WaitReady() {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Broker.WaitReady(ctx); err != nil {
+		b.Stop()
+		b.t.Fatal(err)
+	}
 }
 
 // run runs a started broker until the test ends (or Stop).
