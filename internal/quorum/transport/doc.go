@@ -17,8 +17,8 @@
 //
 // The dialer opens with
 //
-//	"GRFT" | u8 version (1) | u8 lane | u64 from raft id | u64 to raft id |
-//	u16 n | cluster id | u16 n | directory id
+//	"GRFT" | u8 version (2) | u8 lane | u64 from raft id | u64 to raft id |
+//	u16 n | cluster id | u16 n | directory id | u16 n | peer directory id
 //
 // and the acceptor answers u8 status (0 accepted, 1 rejected) | u16 n |
 // reason. The acceptor rejects another cluster id, a sender not in its
@@ -26,7 +26,11 @@
 // directory id differs from the one it first saw from that node (recorded in
 // a small file, see PeerDirectories): a voter whose metadata directory was
 // wiped and re-formatted has forgotten its votes, and must not take part
-// until it is removed and re-added. Then the dialer sends frames
+// until it is removed and re-added. The peer directory id is the acceptor's
+// as the dialer first saw it (empty if never): an acceptor whose own
+// directory id differs refuses too, so a re-formatted voter never takes
+// messages meant for the log it lost (a leader's heartbeat committing
+// entries it no longer has would otherwise stop it). Then the dialer sends frames
 //
 //	u32 length | proto.Marshal(raftpb.Message)
 //

@@ -11,7 +11,7 @@ import (
 var Magic = [4]byte{'G', 'R', 'F', 'T'}
 
 const (
-	version   = 1
+	version   = 2
 	laneMsg   = 0
 	laneSnap  = 1
 	statusOK  = 0
@@ -33,6 +33,11 @@ type hello struct {
 	from, to    uint64
 	clusterID   string
 	directoryID string
+	// peerDirectoryID is the acceptor's directory id as the dialer first
+	// saw it ("" if it never did): an acceptor whose directory was wiped
+	// and re-formatted since refuses the connection, so it never takes
+	// messages meant for the log it lost.
+	peerDirectoryID string
 }
 
 func (h hello) encode() []byte {
@@ -41,7 +46,8 @@ func (h hello) encode() []byte {
 	b = binary.BigEndian.AppendUint64(b, h.from)
 	b = binary.BigEndian.AppendUint64(b, h.to)
 	b = appendString(b, h.clusterID)
-	return appendString(b, h.directoryID)
+	b = appendString(b, h.directoryID)
+	return appendString(b, h.peerDirectoryID)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -83,6 +89,9 @@ func readHello(r io.Reader) (hello, error) {
 		return hello{}, err
 	}
 	if h.directoryID, err = readString(r); err != nil {
+		return hello{}, err
+	}
+	if h.peerDirectoryID, err = readString(r); err != nil {
 		return hello{}, err
 	}
 	return h, nil

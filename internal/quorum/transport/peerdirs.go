@@ -48,6 +48,13 @@ func OpenPeerDirectories(fs vfs.FS, path string) (*PeerDirectories, error) {
 	return p, nil
 }
 
+// Known is the directory id first seen from node, "" if none was.
+func (p *PeerDirectories) Known(node int32) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids[node]
+}
+
 // Check accepts dirID for node if it is the one first seen from node, or
 // if node was never seen (then it is recorded durably before Check returns).
 func (p *PeerDirectories) Check(node int32, dirID string) error {

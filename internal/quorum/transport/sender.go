@@ -207,6 +207,9 @@ func (l *lane) dial() (net.Conn, error) {
 	// Until the handshake is done, the end of ctx unblocks it.
 	unwatch := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	h := hello{lane: l.kind, from: l.t.self, to: l.to, clusterID: l.t.cfg.ClusterID, directoryID: l.t.cfg.DirectoryID}
+	if pd := l.t.cfg.PeerDirectories; pd != nil {
+		h.peerDirectoryID = pd.Known(l.peer)
+	}
 	_, err = c.Write(h.encode())
 	if err == nil {
 		err = readAnswer(c)

@@ -146,6 +146,12 @@ func (t *Transport) admit(h hello) string {
 	if _, ok := t.lanes[from]; !ok || h.from == 0 {
 		return fmt.Sprintf("node %d is not in this node's voter address book", from)
 	}
+	if h.peerDirectoryID != "" && h.peerDirectoryID != t.cfg.DirectoryID {
+		return fmt.Sprintf("node %d knows this node's metadata directory as %s, but it is %s: this node's metadata directory "+
+			"was wiped and re-formatted, so it may have forgotten votes it cast and entries it acknowledged; it must not "+
+			"take part in the quorum until it is removed from it and added back under a new node id",
+			from, h.peerDirectoryID, t.cfg.DirectoryID)
+	}
 	if t.cfg.PeerDirectories != nil {
 		if err := t.cfg.PeerDirectories.Check(from, h.directoryID); err != nil {
 			return err.Error()

@@ -272,6 +272,40 @@ func TestReformattedPeerIsRefused(t *testing.T) {
 	}
 }
 
+// A re-formatted node refuses the connections of peers that knew its old
+// directory: a leader's messages meant for the log it lost never reach it
+// (a heartbeat committing entries it no longer has would stop its raft).
+func TestReformattedNodeRefusesPeersThatKnewIt(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.MkdirAll("/meta", 0o755)
+	fs.SyncDir("/")
+	dirs, err := OpenPeerDirectories(fs, "/meta/peer-directories")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Node 1 knew node 2 as "old-dir"; node 2 now runs a new format.
+	if err := dirs.Check(2, "old-dir"); err != nil {
+		t.Fatal(err)
+	}
+	a, b := pair(t, func(id int32, c *Config) {
+		if id == 1 {
+			c.PeerDirectories = dirs
+		}
+	})
+	eventually(t, "refusal by the re-formatted node", func() bool {
+		a.tr.Send([]*pb.Message{msg(pb.MsgHeartbeat, 1, 2, nil)})
+		for _, p := range a.tr.Peers() {
+			if p.NodeID == 2 && strings.Contains(p.LastError, "wiped and re-formatted") {
+				return true
+			}
+		}
+		return false
+	})
+	if n := b.rec.count(func(r *recorder) int { return len(r.delivered) }); n != 0 {
+		t.Fatalf("%d messages reached the re-formatted node", n)
+	}
+}
+
 func TestBadFramesCloseTheConnection(t *testing.T) {
 	_, b := pair(t, func(id int32, c *Config) { c.MaxFrameBytes = 1024 })
 	for name, frames := range map[string][]byte{
