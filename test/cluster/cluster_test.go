@@ -222,3 +222,49 @@ func TestWipedNodeIsRefused(t *testing.T) {
 		t.Fatalf("the wiped node is listed as a live broker: %v", m.Brokers.NodeIDs())
 	}
 }
+
+// Nodes formatted with `gregor storage format -t ID --node-id N --voters …`
+// (kafka-storage format) form a cluster of that id; without -t every node
+// derives the same id from the voters, so formatting some nodes and letting
+// the others format themselves at start gives one cluster too.
+func TestStorageFormat(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		clusterID string // "" : derived
+		formatted []int32
+	}{
+		{"explicit cluster id", "Xa3fj0uVQQWLG8j1Ee2yLQ", []int32{1, 2, 3}},
+		{"derived id and one node formatted by hand", "", []int32{2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClusterWith(t, 3, func(c *cluster) {
+				for _, id := range tc.formatted {
+					args := []string{"storage", "format", "--node-id", fmt.Sprint(id), "--data-dir", c.node(id).dir,
+						"--voters", c.voters}
+					if tc.clusterID != "" {
+						args = append(args, "--cluster-id", tc.clusterID)
+					}
+					if out, err := c.gregor(args...); err != nil || !strings.Contains(out, "Formatting") {
+						t.Fatalf("format node %d: %v\n%s", id, err, out)
+					}
+				}
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ids := map[string]bool{}
+			for _, nd := range c.nodes {
+				m, err := kadm.NewClient(c.nodeClient(nd.id)).BrokerMetadata(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[m.Cluster] = true
+				if len(m.Brokers) != 3 {
+					t.Fatalf("node %d lists brokers %v", nd.id, m.Brokers.NodeIDs())
+				}
+			}
+			if len(ids) != 1 || (tc.clusterID != "" && !ids[tc.clusterID]) {
+				t.Fatalf("cluster ids %v, want one (%s)", ids, tc.clusterID)
+			}
+		})
+	}
+}

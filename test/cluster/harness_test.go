@@ -93,7 +93,11 @@ func freeAddr(t *testing.T) string {
 }
 
 // newCluster starts n nodes at once and waits until every one is ready.
-func newCluster(t *testing.T, n int) *cluster {
+func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }
+
+// newClusterWith is newCluster with prepare run before any node starts
+// (the nodes' dirs and addresses are chosen then).
+func newClusterWith(t *testing.T, n int, prepare func(c *cluster)) *cluster {
 	t.Helper()
 	c := &cluster{t: t}
 	base := t.TempDir()
@@ -113,6 +117,9 @@ func newCluster(t *testing.T, n int) *cluster {
 			}
 		}
 	})
+	if prepare != nil {
+		prepare(c)
+	}
 	for _, nd := range c.nodes {
 		c.start(nd.id)
 	}
@@ -150,6 +157,12 @@ func (c *cluster) start(id int32) {
 		logFile.Close()
 		close(exited)
 	}(nd.cmd, nd.exited)
+}
+
+// gregor runs the binary with args and returns its combined output.
+func (c *cluster) gregor(args ...string) (string, error) {
+	out, err := exec.Command(gregorBin, args...).CombinedOutput()
+	return string(out), err
 }
 
 // ready reports whether node id's /readyz answers 200.
