@@ -43,6 +43,10 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if b.cleaner != nil {
 			b.cleaner.Stop()
 		}
+		if b.node != nil {
+			// No partition is hosted or dropped once the logs close.
+			b.node.StopPublishing()
+		}
 		logsClosed := false
 		if b.logs != nil {
 			if err := b.logs.Close(); err != nil {

@@ -248,6 +248,11 @@ func (n *Node) CaughtUp(ctx context.Context) (uint64, error) { return n.raft.Cau
 // image applied after it, in order. Call it once the node has caught up.
 func (n *Node) StartPublishing(l Listener) { n.pub.start(l, n.sm.image) }
 
+// StopPublishing stops the publisher once the image being published is
+// done: a broker shutting down stops following the metadata before it
+// closes its logs.
+func (n *Node) StopPublishing() { n.pub.close() }
+
 // WaitPublished waits until the broker has been given an image holding
 // everything up to raft index index; index 0 means everything committed
 // before the call (ReadIndex). It is how a broker that forwarded a write to

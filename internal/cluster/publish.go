@@ -82,6 +82,7 @@ type publisher struct {
 	mu      sync.Mutex
 	queue   []pubItem
 	started bool
+	closed  bool
 	wake    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -183,17 +184,20 @@ func (p *publisher) wait(ctx context.Context, index uint64) error {
 	}
 }
 
-// close stops the publisher and waits for the image being published.
+// close stops the publisher and waits for the image being published. It
+// may be called more than once.
 func (p *publisher) close() {
 	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		<-p.done
+		return
+	}
+	p.closed = true
 	started := p.started
 	p.started = true // no start after close
 	p.mu.Unlock()
-	select {
-	case <-p.stop:
-	default:
-		close(p.stop)
-	}
+	close(p.stop)
 	if started {
 		<-p.done
 	} else {
