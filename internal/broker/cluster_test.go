@@ -280,6 +280,18 @@ func TestClusterControllerOverTCP(t *testing.T) {
 	if committed != 10 {
 		t.Fatalf("committed %d, want 10", committed)
 	}
+	// Every partition already has its preferred leader.
+	el, err := adm.ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{"t": {0: {}, 1: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, r := range el["t"] {
+		if !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+			t.Fatalf("preferred election of t-%d: %v", p, r.Err)
+		}
+	}
+	// DescribeQuorum through any broker reaches the raft leader.
+	checkDescribeQuorum(t, c.Brokers[2])
 	dt, err := adm.DeleteTopics(ctx, "t")
 	if err != nil || dt["t"].Err != nil {
 		t.Fatalf("delete: %v %v", err, dt)
@@ -314,5 +326,36 @@ func TestClusterControllerFailover(t *testing.T) {
 	}
 	if now := other.Metadata().Controller.Node; now == active || now < 1 {
 		t.Fatalf("controller %d after node %d stopped", now, active)
+	}
+}
+
+// checkDescribeQuorum asks b for the metadata quorum's state: the leader
+// answers, through b, with its term, commit index, and every voter's log.
+func checkDescribeQuorum(t *testing.T, b *brokertest.Broker) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	resp, err := b.Client().SeedBrokers()[0].Request(brokertest.Context(t, 10*time.Second), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dq := resp.(*kmsg.DescribeQuorumResponse)
+	if dq.ErrorCode != 0 || len(dq.Topics) != 1 || len(dq.Topics[0].Partitions) != 1 {
+		t.Fatalf("DescribeQuorum: %+v", dq)
+	}
+	p := dq.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.LeaderID != b.Metadata().Controller.Node || p.HighWatermark <= 0 || len(p.CurrentVoters) != 3 {
+		t.Fatalf("DescribeQuorum partition: %+v (controller %d)", p, b.Metadata().Controller.Node)
+	}
+	for _, v := range p.CurrentVoters {
+		if v.LogEndOffset <= 0 || v.LastFetchTimestamp <= 0 {
+			t.Fatalf("voter %+v", v)
+		}
+	}
+	if len(dq.Nodes) != 3 || len(dq.Nodes[0].Listeners) != 1 || dq.Nodes[0].Listeners[0].Name != "CONTROLLER" {
+		t.Fatalf("DescribeQuorum nodes %+v", dq.Nodes)
 	}
 }
