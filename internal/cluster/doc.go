@@ -11,7 +11,10 @@
 //     listeners, else its voter address, else a free loopback port for a
 //     one-node cluster) and the client listener it advertises. Dedicated
 //     brokers or controllers and dynamic quorums are refused with what to
-//     change.
+//     change. controller.quorum.election.timeout.ms sets raft's timing
+//     (quorum.TimingFromKafka); controller.quorum.fetch.timeout.ms is
+//     accepted but has no knob of its own in etcd raft, whose randomised
+//     election timeout plays its part.
 //   - Format and DeriveClusterID: a new cluster's metadata log, the
 //     bootstrap snapshot (cluster id, eligible leader replicas on) with the
 //     voters. Without `gregor storage format -t`, a cluster started with
