@@ -61,7 +61,6 @@ type fetchPart struct {
 func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	byID := req.Version >= 13
 
 	session, incremental, code := h.fetchSession(req)
 	if code != nil {
@@ -70,10 +69,61 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 	}
 	if session != nil {
 		session.Lock()
-		defer session.Unlock()
 		resp.SessionID = session.ID
 	}
+	op := &fetchOp{h: h, req: req, FetchResponse: resp, session: session, incremental: incremental}
+	defer op.releaseOnPanic()
+	op.resolve()
 
+	// Kafka's limits: the response carries at most fetch.max.bytes whatever
+	// the request asks (the first batch excepted, KIP-74), and a long poll
+	// waits for no more than that.
+	op.maxBytes = min(req.MaxBytes, h.d.Config().Int("fetch.max.bytes"))
+	op.minBytes = int(min(req.MinBytes, op.maxBytes))
+	op.maxWait = time.Duration(req.MaxWaitMillis) * time.Millisecond
+	op.deadline = h.d.Clock.Now().Add(op.maxWait)
+	if resp, done := op.poll(); done {
+		return resp, nil
+	}
+	// Register before reading again so no append between the read and the
+	// wait goes unnoticed.
+	op.waiter = h.d.Replicas.NewWaiter(op.hosted)
+	if resp, done := op.poll(); done {
+		return resp, nil
+	}
+	// A long poll: the server reads the connection's next requests while
+	// this one waits (server.Deferred), and answers it in order.
+	return op, nil
+}
+
+// fetchOp is one fetch request from its session lookup to its answer; while
+// it waits for data it is the server.Deferred its Handle returned. It holds
+// its session's lock and its waiter from Handle until it answers.
+type fetchOp struct {
+	h   *Handler
+	req *kmsg.FetchRequest
+	// The response being built; embedded so that the op is the
+	// kmsg.Response Handle returns.
+	*kmsg.FetchResponse
+	session     *replica.Session
+	incremental bool
+
+	parts  []fetchPart
+	hosted []*replica.Partition
+
+	maxBytes int32
+	minBytes int
+	maxWait  time.Duration
+	deadline time.Time
+	waiter   *replica.Waiter
+	out      []fetchResult
+}
+
+// resolve applies the request's partitions to its session and finds each
+// partition to read.
+func (op *fetchOp) resolve() {
+	h, req, session := op.h, op.req, op.session
+	byID := req.Version >= 13
 	// The partitions of this request, applied to the session.
 	reqParts := make([]*replica.SessionPartition, 0, 8)
 	for _, rt := range req.Topics {
@@ -110,13 +160,12 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 			}
 		}
 		reqParts = session.Partitions()
-		if incremental {
+		if op.incremental {
 			h.d.Sessions.Touch(session)
 		}
 	}
 
-	parts := make([]fetchPart, len(reqParts))
-	var hosted []*replica.Partition
+	op.parts = make([]fetchPart, len(reqParts))
 	// A session's partitions come topic by topic: resolve each topic once,
 	// not once per partition (a name check or id lookup, the image load).
 	var topic replica.SessionKey
@@ -132,50 +181,79 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		if fp.err == nil {
 			if fp.hosted, fp.err = h.partition(fp.name, sp.Key.Partition); fp.err == nil {
 				fp.err = checkLeaderEpoch(fp.hosted, sp.CurrentLeaderEpoch)
-				hosted = append(hosted, fp.hosted)
+				op.hosted = append(op.hosted, fp.hosted)
 			}
 		}
 		fp.unknown = fp.err != nil && fp.hosted == nil
-		parts[i] = fp
+		op.parts[i] = fp
 	}
+}
 
-	// Kafka's limits: the response carries at most fetch.max.bytes whatever
-	// the request asks (the first batch excepted, KIP-74), and a long poll
-	// waits for no more than that.
-	maxBytes := min(req.MaxBytes, h.d.Config().Int("fetch.max.bytes"))
-	minBytes := int(min(req.MinBytes, maxBytes))
-	maxWait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-	deadline := h.d.Clock.Now().Add(maxWait)
-	var waiter *replica.Waiter
-	defer func() {
-		if waiter != nil {
-			waiter.Done()
-		}
-	}()
+// Finish waits until the fetch has enough bytes, its max wait has passed,
+// the broker is closing or ctx ends, and answers with what there is.
+func (op *fetchOp) Finish(ctx context.Context) (kmsg.Response, error) {
+	defer op.releaseOnPanic()
+	h := op.h
 	for {
-		out, bytes, anyErr := h.readFetch(req, maxBytes, parts)
-		done := bytes >= minBytes || anyErr || maxWait <= 0 || len(hosted) == 0 ||
-			!h.d.Clock.Now().Before(deadline) || h.d.Replicas.Closing()
-		if done {
-			bodies := h.finishFetch(resp, req, parts, out, incremental)
-			if incremental {
-				// A new session already expects epoch 1 (KIP-227).
-				session.Epoch++
-			}
-			return bulkOrPlain(resp, bodies), nil
+		if ctx.Err() != nil {
+			return op.answer(), nil
 		}
-		if waiter == nil {
-			// Register before re-reading so no append between the read and
-			// the wait goes unnoticed.
-			waiter = h.d.Replicas.NewWaiter(hosted)
-			continue
-		}
-		expired, timer := clock.NewTimer(h.d.Clock, deadline.Sub(h.d.Clock.Now()))
-		waiter.Wait(ctx, expired)
+		expired, timer := clock.NewTimer(h.d.Clock, op.deadline.Sub(h.d.Clock.Now()))
+		op.waiter.Wait(ctx, expired)
 		timer.Stop()
 		if ctx.Err() != nil {
-			return bulkOrPlain(resp, h.finishFetch(resp, req, parts, out, incremental)), nil
+			return op.answer(), nil
 		}
+		if resp, done := op.poll(); done {
+			return resp, nil
+		}
+	}
+}
+
+// poll reads the partitions and answers when the fetch need not wait.
+func (op *fetchOp) poll() (kmsg.Response, bool) {
+	h := op.h
+	out, bytes, anyErr := h.readFetch(op.req, op.maxBytes, op.parts)
+	op.out = out
+	done := bytes >= op.minBytes || anyErr || op.maxWait <= 0 || len(op.hosted) == 0 ||
+		!h.d.Clock.Now().Before(op.deadline) || h.d.Replicas.Closing()
+	if !done {
+		return nil, false
+	}
+	return op.answer(), true
+}
+
+// answer encodes the last read and ends the fetch: the session's epoch
+// moves on and its lock and the waiter are given back.
+func (op *fetchOp) answer() kmsg.Response {
+	bodies := op.h.finishFetch(op.FetchResponse, op.req, op.parts, op.out, op.incremental)
+	if op.incremental && op.session != nil {
+		// A new session already expects epoch 1 (KIP-227).
+		op.session.Epoch++
+	}
+	op.release()
+	return bulkOrPlain(op.FetchResponse, bodies)
+}
+
+// release gives back the waiter and the session's lock, once.
+func (op *fetchOp) release() {
+	if op.waiter != nil {
+		op.waiter.Done()
+		op.waiter = nil
+	}
+	if op.session != nil {
+		op.session.Unlock()
+		op.session = nil
+	}
+}
+
+// releaseOnPanic releases the fetch if a panic (recovered by the server,
+// which closes the connection) leaves it unanswered, so its session stays
+// usable.
+func (op *fetchOp) releaseOnPanic() {
+	if r := recover(); r != nil {
+		op.release()
+		panic(r)
 	}
 }
 

@@ -119,3 +119,7 @@ func spliceRecords(dst, enc []byte, bodies []log.Span, flexible bool) ([]byte, [
 
 // Release implements server.BulkResponse: the spans hold nothing to give back.
 func (r *bulkFetchResponse) Release() {}
+
+// A record set's span is sent from its segment file with sendfile(2) on
+// plaintext connections.
+var _ server.FileBody = log.Span{}

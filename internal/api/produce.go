@@ -63,14 +63,9 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		h.d.Logger.Debug("produce rejected", "topic", name, "partition", sp.Partition,
 			"client", clientID(r), "remote", r.Conn.Remote, "err", err)
 	}
-	// Phase 1: append every partition. Phase 2: wait for all of them to be
-	// durable at once, so a request spanning many partitions pays for its
-	// fsyncs in parallel rather than one after another.
-	type waiting struct {
-		ti, pi int
-		name   string
-		pend   *replica.Pending
-	}
+	// Phase 1: append every partition. Phase 2 (Finish): wait for all of
+	// them to be durable at once, so a request spanning many partitions pays
+	// for its fsyncs in parallel rather than one after another.
 	var waits []waiting
 	var txnErr error
 	if req.TransactionID == nil && hasTransactionalRecords(req) {
@@ -112,32 +107,81 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 			waits = append(waits, waiting{ti, pi, name, pend})
 		}
 	}
-	pends := make([]*replica.Pending, len(waits))
-	for i, w := range waits {
-		pends[i] = w.pend
-	}
-	for i, err := range h.d.Replicas.Await(pends) {
-		sp := &resp.Topics[waits[i].ti].Partitions[waits[i].pi]
-		if err != nil {
-			sp.BaseOffset, sp.LogAppendTime = -1, -1
-			fail(sp, waits[i].name, err)
+	pend := &pendingProduce{ProduceResponse: resp, h: h, fail: fail, names: names, hints: hints}
+	for _, w := range waits {
+		if w.pend.Durable() {
+			continue
 		}
-	}
-	countProduce(h.d.Replicas.TopicMetrics(), resp, names)
-	if req.Version >= 10 {
-		hints.each(func(id int32, ep metadata.Endpoint, rack *string) {
-			b := kmsg.NewProduceResponseBroker()
-			b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, ep.Port, rack
-			resp.Brokers = append(resp.Brokers, b)
-		})
+		pend.waits = append(pend.waits, w)
 	}
 	if req.Acks == 0 {
+		pend.finish()
 		if failed != nil {
 			return nil, fmt.Errorf("acks=0 produce failed, closing the connection: %w", failed)
 		}
 		return nil, nil
 	}
-	return resp, nil
+	if len(pend.waits) == 0 {
+		pend.finish()
+		return resp, nil
+	}
+	// The appends are done, in request order; the wait for their fsyncs
+	// is the server's to schedule (server.Deferred), so the connection
+	// reads and appends the next request meanwhile and one fsync covers
+	// both.
+	return pend, nil
+}
+
+// pendingProduce is a produce response waiting for its partitions to be
+// durable (server.Deferred).
+type pendingProduce struct {
+	*kmsg.ProduceResponse
+	h     *Handler
+	fail  func(sp *kmsg.ProduceResponseTopicPartition, name string, err error)
+	names []string
+	hints *leaderHints
+	waits []waiting
+}
+
+// waiting is an appended partition of a produce request and where its
+// answer goes.
+type waiting struct {
+	ti, pi int
+	name   string
+	pend   *replica.Pending
+}
+
+// Finish waits for every partition's fsync (all started when the batches
+// were appended) and answers the ones that failed with their error, as
+// KAFKA_STORAGE_ERROR: nothing after a failed fsync is acknowledged.
+func (p *pendingProduce) Finish(context.Context) (kmsg.Response, error) {
+	pends := make([]*replica.Pending, len(p.waits))
+	for i, w := range p.waits {
+		pends[i] = w.pend
+	}
+	for i, err := range p.h.d.Replicas.Await(pends) {
+		if err != nil {
+			w := p.waits[i]
+			sp := &p.Topics[w.ti].Partitions[w.pi]
+			sp.BaseOffset, sp.LogAppendTime = -1, -1
+			p.fail(sp, w.name, err)
+		}
+	}
+	p.finish()
+	return p.ProduceResponse, nil
+}
+
+// finish counts the answered request and, from v10, names the leaders its
+// NOT_LEADER_OR_FOLLOWER answers point to.
+func (p *pendingProduce) finish() {
+	countProduce(p.h.d.Replicas.TopicMetrics(), p.ProduceResponse, p.names)
+	if p.Version >= 10 {
+		p.hints.each(func(id int32, ep metadata.Endpoint, rack *string) {
+			b := kmsg.NewProduceResponseBroker()
+			b.NodeID, b.Host, b.Port, b.Rack = id, ep.Host, ep.Port, rack
+			p.Brokers = append(p.Brokers, b)
+		})
+	}
 }
 
 // countProduce counts every partition of the request in BrokerTopicMetrics;

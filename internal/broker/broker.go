@@ -262,6 +262,8 @@ func (b *Broker) listenClients(cfg *config.Broker) error {
 		Logger:                b.logger,
 		Metrics:               server.NewMetrics(b.o.Registry),
 		MemoryPool:            b.requestMemory,
+		MaxInflightRequests:   int(cfg.Int("gregor.max.in.flight.requests.per.connection")),
+		MaxInflightBytes:      int(cfg.Int("gregor.max.in.flight.bytes.per.connection")),
 	}, &b.handler)
 	if err := b.srv.Listen(); err != nil {
 		return fmt.Errorf("listener %s: %w", l.Client.Listener, err)

@@ -242,6 +242,11 @@ func gregorDefs() []Def {
 			"Free space to keep on each log dir's volume: a produce that would leave less is refused with KAFKA_STORAGE_ERROR "+
 				"(clients retry) until retention or DeleteRecords frees space, and fetches are still served; -1 keeps "+
 				"min(256 MiB, 1% of the volume), 0 keeps none.", dynamic, atLeast(-1)),
+		broker("gregor.max.in.flight.requests.per.connection", Int, "5",
+			"Requests of one connection read and handed on while earlier ones still wait for their answer (a produce for its fsync, a fetch for data); "+
+				"answers are written in request order. 5 is Kafka clients' own maximum.", atLeast(1)),
+		broker("gregor.max.in.flight.bytes.per.connection", Int, "67108864",
+			"Bytes of one connection's unanswered requests past which it reads no further request (one request is always read).", atLeast(1)),
 		broker("gregor.metrics.partition.series.enable", Boolean, "false",
 			"Expose per-partition series (kafka_log_log_* with topic and partition labels) on /metrics; broker-wide totals are always exposed.", dynamic),
 	}

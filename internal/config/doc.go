@@ -16,6 +16,10 @@
 //	                                   less is refused (KAFKA_STORAGE_ERROR, retriable); -1 is
 //	                                   min(256 MiB, 1% of the volume), 0 none (dynamic)
 //	gregor.metrics.partition.series.enable  false  per-partition series on /metrics (dynamic)
+//	gregor.max.in.flight.requests.per.connection  5  requests of a connection handled while
+//	                                   earlier ones wait for their answer (pipelining)
+//	gregor.max.in.flight.bytes.per.connection  67108864  unanswered request bytes past which a
+//	                                   connection reads no further request
 //
 // # Layers and precedence
 //

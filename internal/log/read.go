@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"sort"
 
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
 // segmentFor returns the index in segs of the last segment whose base offset
@@ -169,6 +171,18 @@ func (sp Span) ReadAt(p []byte, off int64) (int, error) {
 		return n, err
 	}
 	return sp.seg.readAt(p, sp.pos+off)
+}
+
+// File returns the segment file and the span's position in it, so the
+// bytes ReadAt gives can be sent with sendfile(2) (server.FileBody); ok is
+// false when the file is not an operating system file (MemFS). The file is
+// the segment's own: it must only be read at explicit offsets.
+func (sp Span) File() (*os.File, int64, bool) {
+	if sp.seg == nil {
+		return nil, 0, false
+	}
+	f, ok := vfs.OSFile(sp.seg.file)
+	return f, sp.pos, ok
 }
 
 // batchesBelow is the length of the prefix of b made of complete batches

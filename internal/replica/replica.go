@@ -328,6 +328,20 @@ type Pending struct {
 	sync *pendingSync
 }
 
+// Durable reports whether the batch needs no wait: nothing was started for
+// it (acks=0, gregor.ack.fsync=false) or its fsync has already ended.
+func (pd *Pending) Durable() bool {
+	if pd.sync == nil {
+		return true
+	}
+	select {
+	case <-pd.sync.done:
+		return pd.sync.err == nil
+	default:
+		return false
+	}
+}
+
 // pendingSync is one started fsync: err is set before done is closed.
 type pendingSync struct {
 	done chan struct{}

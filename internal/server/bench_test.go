@@ -55,7 +55,7 @@ func BenchmarkReadFrame(b *testing.B) {
 					b.Fatal(err)
 				}
 				c.res.Release()
-				c.trimBuffers()
+				c.trimFrame()
 			}
 		})
 	}

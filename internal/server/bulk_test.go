@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +26,12 @@ type testBulk struct {
 	bodies   bool
 	run      int
 	failing  bool // Bodies fail after their first piece
+	// inFile makes the Bodies FileBodies over a temporary file, cut short
+	// by shortFile bytes; fileReads counts their ReadAt calls.
+	inFile    bool
+	shortFile int
+	fileReads *atomic.Int32
+	files     []*os.File
 }
 
 func (b *testBulk) AppendBulk(dst []byte) ([]byte, []Splice) {
@@ -42,6 +49,8 @@ func (b *testBulk) AppendBulk(dst []byte) ([]byte, []Splice) {
 			splices = append(splices, Splice{At: len(dst), Data: bulk})
 		case b.failing:
 			splices = append(splices, Splice{At: len(dst), Body: failingBody(len(bulk))})
+		case b.inFile:
+			splices = append(splices, Splice{At: len(dst), Body: b.fileBody(bulk)})
 		default:
 			splices = append(splices, Splice{At: len(dst), Body: bytesBody(bulk)})
 		}
@@ -49,7 +58,44 @@ func (b *testBulk) AppendBulk(dst []byte) ([]byte, []Splice) {
 	return dst, splices
 }
 
-func (b *testBulk) Release() { b.released.Add(1) }
+func (b *testBulk) Release() {
+	for _, f := range b.files {
+		f.Close()
+		os.Remove(f.Name())
+	}
+	b.released.Add(1)
+}
+
+// fileBody writes data at byte 100 of a new temporary file, minus
+// shortFile bytes at its end, and returns a FileBody over it.
+func (b *testBulk) fileBody(data []byte) Body {
+	f, err := os.CreateTemp("", "gregor-body-")
+	if err != nil {
+		panic(err)
+	}
+	b.files = append(b.files, f)
+	if _, err := f.WriteAt(data[:len(data)-min(b.shortFile, len(data))], 100); err != nil {
+		panic(err)
+	}
+	return &testFileBody{f: f, off: 100, size: len(data), reads: b.fileReads}
+}
+
+// testFileBody is a FileBody over bytes of a file.
+type testFileBody struct {
+	f     *os.File
+	off   int64
+	size  int
+	reads *atomic.Int32
+}
+
+func (b *testFileBody) Size() int { return b.size }
+
+func (b *testFileBody) ReadAt(p []byte, off int64) (int, error) {
+	b.reads.Add(1)
+	return b.f.ReadAt(p, b.off+off)
+}
+
+func (b *testFileBody) File() (*os.File, int64, bool) { return b.f, b.off, true }
 
 // bytesBody is a Body over bytes in memory.
 type bytesBody []byte
@@ -115,6 +161,44 @@ func TestBulkResponseBodiesAreWrittenWhole(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A FileBody on a plaintext TCP connection is sent from its file with
+// sendfile(2), never read into the broker, and the client gets the frame
+// AppendTo would make; a file shorter than its body closes the connection.
+func TestFileBodiesAreSentFromTheirFile(t *testing.T) {
+	if !sendfileSupported {
+		t.Skip("no sendfile on this platform")
+	}
+	ts := startServer(t, Config{})
+	c := dial(t, ts.addr)
+	req := bigMetadataRequest()
+	c.send(req, "ok")
+	plain, err := c.readFrame(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send(req, idBulkFile)
+	frame, err := c.readFrame(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(frame[4:], plain[4:]) {
+		t.Fatalf("response sent from files (%d bytes) differs from the plain one (%d bytes)", len(frame)-4, len(plain)-4)
+	}
+	if n := ts.h.fileReads.Load(); n != 0 {
+		t.Fatalf("file bodies read %d times into the broker, want 0 (sendfile)", n)
+	}
+	c.send(req, idBulkFileShort)
+	c.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, err := io.ReadAll(c.nc)
+	if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("reading until the connection closes: %v", err)
+	}
+	if len(got) < 4 || len(got)-4 >= int(binary.BigEndian.Uint32(got)) {
+		t.Fatalf("read %d bytes of the response from a short file, want a truncated frame", len(got))
+	}
+	ts.logs.requireContains(t, "sendfile", "unexpected EOF")
 }
 
 // A Body that cannot be read closes the connection (its frame size is sent

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,9 +11,9 @@ import (
 	"os"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -57,10 +56,11 @@ func (e *invalidReceiveError) Error() string {
 // which has already been logged.
 var errHandlerPanicked = errors.New("request handler panicked")
 
-// conn is one client connection. Its goroutine (serve) reads a frame,
-// handles it and writes the response before reading the next frame, so
-// responses leave in request order and the read and encode buffers can be
-// reused.
+// conn is one client connection. Its reader goroutine (serve) reads a
+// frame, decodes it and hands it to the Handler, then reads the next while
+// earlier requests wait (for an fsync, for data to fetch); its writer
+// goroutine (writeLoop) writes the responses in request order. See
+// pipeline.go.
 type conn struct {
 	s    *Server
 	nc   net.Conn
@@ -77,91 +77,117 @@ type conn struct {
 	// res is the request memory (queued.max.request.bytes) the frame being
 	// read or handled holds.
 	res Reservation
-	// out is the reused response buffer.
-	out []byte
-	// vec is the reused list of pieces of a BulkResponse's frame.
-	vec net.Buffers
 	// probes are scratch requests, one per key, used to detect trailing
 	// bytes. They are decoded with unsafe strings into frame, so they are
 	// dropped whenever frame is replaced.
 	probes [kmsg.MaxKey + 1]kmsg.Request
 
-	mu sync.Mutex
-	// busy is true from the moment a whole frame has been read until its
-	// response is written; Shutdown closes only connections that are not
-	// busy and leaves the others to finish.
-	busy bool
+	// pipe holds the requests in flight; writerDone is closed when the
+	// writer goroutine has ended.
+	pipe       *pipeline
+	writerDone chan struct{}
+
+	// out is the reused response buffer and vec the reused list of pieces
+	// of a BulkResponse's frame: the writer's, or the reader's while
+	// nothing is in flight (pipeline.push).
+	out []byte
+	vec net.Buffers
+	// sock is the socket's raw connection for sendfile(2), nil when the
+	// connection is not a plaintext TCP one.
+	sock syscall.RawConn
+
+	stopMu sync.Mutex
+	// stopping is set by Shutdown: the reader reads no further request.
+	stopping bool
 }
 
 func newConn(s *Server, id uint64, nc net.Conn) *conn {
 	info := ConnInfo{ID: id, Remote: nc.RemoteAddr(), Listener: s.cfg.Listener}
-	return &conn{
-		s:    s,
-		nc:   nc,
-		info: info,
-		log:  s.log.With("conn_id", id, "remote", info.Remote.String()),
-		br:   bufio.NewReaderSize(nc, readBufferSize),
-		res:  s.pool.Reserve(),
+	c := &conn{
+		s:          s,
+		nc:         nc,
+		info:       info,
+		log:        s.log.With("conn_id", id, "remote", info.Remote.String()),
+		br:         bufio.NewReaderSize(nc, readBufferSize),
+		res:        s.pool.Reserve(),
+		pipe:       newPipeline(s.cfg.MaxInflightRequests),
+		writerDone: make(chan struct{}),
 	}
+	if tc, ok := nc.(*net.TCPConn); ok && sendfileSupported {
+		c.sock, _ = tc.SyscallConn()
+	}
+	return c
 }
 
 func (c *conn) serve() {
 	defer c.close()
+	go c.writeLoop()
 	c.log.Debug("connection accepted")
 	for {
+		if !c.pipe.waitForRoom(c.s.cfg.MaxInflightBytes) {
+			return
+		}
 		n, err := c.readFrame()
 		if err != nil {
 			c.logReadError(err)
 			return
 		}
 		received := time.Now()
-		if !c.begin() {
+		if c.isStopping() {
+			// Shutdown began while the frame was read: it is not handled,
+			// and the connection closes once the requests before it are
+			// answered.
 			return
 		}
 		keep := c.processGuarded(c.frame[:n], received)
 		c.res.Release()
-		if !c.end() || !keep {
+		if !keep {
 			return
 		}
-		c.trimBuffers()
+		c.trimFrame()
 	}
 }
 
+// close ends the connection once the writer has answered (or, after a
+// failure, finished) every request in flight: the reader has stopped, so
+// no response is lost silently.
 func (c *conn) close() {
 	c.res.Release()
+	c.pipe.setReaderDone()
+	<-c.writerDone
 	c.nc.Close()
 	c.s.removeConn(c)
 	c.log.Debug("connection closed")
 }
 
-// begin marks the connection busy; it returns false if the server is
-// draining, in which case the request is dropped and the connection closed.
-func (c *conn) begin() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.s.draining.Load() {
-		return false
-	}
-	c.busy = true
-	return true
+// errStopping is returned by readFrame once Shutdown has begun.
+var errStopping = errors.New("server shutting down")
+
+// stopReading makes the reader read no further request (Shutdown): a read
+// under way fails at once, and the connection closes after answering what
+// is in flight.
+func (c *conn) stopReading() {
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
+	c.stopping = true
+	c.nc.SetReadDeadline(time.Unix(1, 0))
 }
 
-// end marks the connection idle; it returns false if the server is
-// draining.
-func (c *conn) end() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.busy = false
-	return !c.s.draining.Load()
+func (c *conn) isStopping() bool {
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
+	return c.stopping
 }
 
-// closeIfIdle closes the socket unless a request is being handled.
-func (c *conn) closeIfIdle() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.busy {
-		c.nc.Close()
+// armRead sets the read deadline (zero: none) unless the reader is
+// stopping, which a deadline set here must not undo.
+func (c *conn) armRead(deadline time.Time) error {
+	c.stopMu.Lock()
+	defer c.stopMu.Unlock()
+	if c.stopping {
+		return errStopping
 	}
+	return c.nc.SetReadDeadline(deadline)
 }
 
 // readFrame reads the next request frame into c.frame and returns its size.
@@ -171,8 +197,12 @@ func (c *conn) closeIfIdle() {
 // connection wait: it stops reading until memory is given back).
 func (c *conn) readFrame() (int, error) {
 	idle := c.s.cfg.ConnectionsMaxIdle
+	var deadline time.Time
 	if idle > 0 {
-		c.nc.SetReadDeadline(time.Now().Add(idle))
+		deadline = time.Now().Add(idle)
+	}
+	if err := c.armRead(deadline); err != nil {
+		return 0, err
 	}
 	if _, err := io.ReadFull(c.br, c.size[:]); err != nil {
 		return 0, err
@@ -181,10 +211,11 @@ func (c *conn) readFrame() (int, error) {
 	if limit := c.s.cfg.SocketRequestMaxBytes; size < 0 || size > limit {
 		return 0, &invalidReceiveError{size: size, limit: limit}
 	}
-	var deadline time.Time
 	if idle > 0 {
 		deadline = time.Now().Add(idle)
-		c.nc.SetReadDeadline(deadline)
+		if err := c.armRead(deadline); err != nil {
+			return 0, err
+		}
 	}
 	want := min(int(size), firstFrameStep)
 	c.res.Take(int64(want))
@@ -257,10 +288,12 @@ func (c *conn) logReadError(err error) {
 			"size", invalid.size, "limit", invalid.limit, "err", err)
 	case errors.Is(err, io.EOF):
 		// The client closed the connection between requests.
+	case errors.Is(err, errStopping), errors.Is(err, errPoolClosed),
+		errors.Is(err, os.ErrDeadlineExceeded) && c.isStopping(),
+		errors.Is(err, net.ErrClosed) && (c.s.draining.Load() || c.pipe.isBroken()):
+		// Stopped by Shutdown, or closed by the writer after a failure.
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		c.log.Info("closing idle connection", "connections_max_idle", c.s.cfg.ConnectionsMaxIdle)
-	case errors.Is(err, net.ErrClosed) && c.s.draining.Load(), errors.Is(err, errPoolClosed):
-		// Closed by Shutdown.
 	case errors.Is(err, errPoolTimeout):
 		c.log.Warn("closing connection: no request memory became free", "err", err,
 			"queued_max_request_bytes", c.s.pool.capacity)
@@ -269,16 +302,11 @@ func (c *conn) logReadError(err error) {
 	}
 }
 
-// trimBuffers drops buffers grown past retainBufferBytes by a large request
-// or response.
-func (c *conn) trimBuffers() {
+// trimFrame drops a frame buffer grown past retainBufferBytes by a large
+// request.
+func (c *conn) trimFrame() {
 	if cap(c.frame) > retainBufferBytes {
 		c.releaseFrame()
-	}
-	if cap(c.out) > retainBufferBytes {
-		b := c.out[:0]
-		bigBuffers.Put(&b)
-		c.out = nil
 	}
 }
 
@@ -297,44 +325,6 @@ func (c *conn) releaseFrame() {
 // requests, on any connection, up to 64 MiB of them; frames above 128 MiB
 // (socket.request.max.bytes allows that only if raised) are not kept.
 var bigFrames = bufpool.New(2*retainBufferBytes, 128<<20, 64<<20)
-
-// bigBuffers holds response buffers too large for a connection to keep, so
-// the next large response (on any connection) reuses one instead of
-// allocating and growing a new one.
-var bigBuffers sync.Pool
-
-// responseBuffer returns c.out with room for at least hint bytes.
-func (c *conn) responseBuffer(hint int) []byte {
-	if hint <= cap(c.out) {
-		return c.out[:0]
-	}
-	if p, ok := bigBuffers.Get().(*[]byte); ok {
-		if cap(*p) >= hint {
-			return (*p)[:0]
-		}
-	}
-	return make([]byte, 0, hint)
-}
-
-// responseSizeHint estimates the encoded size of responses that carry bulk
-// record data, so the encode buffer is sized once instead of grown by
-// repeated doubling and copying.
-func responseSizeHint(resp kmsg.Response) int {
-	f, ok := resp.(*kmsg.FetchResponse)
-	if !ok {
-		return 0
-	}
-	n := 256
-	for i := range f.Topics {
-		t := &f.Topics[i]
-		n += 64 + len(t.Topic)
-		for j := range t.Partitions {
-			p := &t.Partitions[j]
-			n += 128 + len(p.RecordBatches) + 32*len(p.AbortedTransactions)
-		}
-	}
-	return n
-}
 
 // processGuarded runs process, turning a panic in the framing code or the
 // kmsg decoders into a closed connection rather than a dead broker.
@@ -383,7 +373,7 @@ func (c *conn) process(frame []byte, received time.Time) bool {
 	if version < minV || version > maxV || version > body.MaxVersion() {
 		c.s.metrics.error(reasonUnsupportedVersion)
 		if key == keyApiVersions {
-			return c.answerUnsupportedApiVersions(hdr, minV, maxV, received)
+			return c.answerUnsupportedApiVersions(frame, hdr, minV, maxV, received)
 		}
 		c.log.Warn("closing connection: unsupported api version",
 			"api", kmsg.NameForKey(key), "api_key", key, "api_version", version,
@@ -406,19 +396,20 @@ func (c *conn) process(frame []byte, received time.Time) bool {
 		Conn:          c.info,
 		Received:      received,
 	}
-	return c.dispatch(req)
+	return c.dispatch(req, len(frame))
 }
 
-// dispatch hands a decoded request to the handler and writes its response.
+// dispatch hands a decoded request to the handler and queues its response
+// behind the requests in flight (or writes it at once when there are none).
 // It returns false when the connection must be closed.
-func (c *conn) dispatch(req *Request) bool {
+func (c *conn) dispatch(req *Request, size int) bool {
 	slot := metricSlot(req.Key, req.Body)
 	c.s.metrics.request(slot, req.Version)
 	resp, err := c.handle(req)
-	if b, ok := resp.(BulkResponse); ok {
-		defer b.Release()
-	}
 	if err != nil {
+		if resp != nil {
+			c.drop(resp)
+		}
 		if !errors.Is(err, errHandlerPanicked) {
 			c.s.metrics.error(reasonHandler)
 			c.log.Warn("closing connection: request handler failed",
@@ -427,19 +418,28 @@ func (c *conn) dispatch(req *Request) bool {
 		}
 		return false
 	}
-	if resp == nil {
-		c.s.metrics.observe(slot, time.Since(req.Received))
+	return c.respond(inflight{key: req.Key, slot: slot, version: req.Version, correlationID: req.CorrelationID,
+		received: req.Received, size: size, resp: resp})
+}
+
+// respond queues e's response behind the requests in flight, or writes it
+// now if there are none and it is complete. A nil response (acks=0
+// produce) sends nothing and so waits for nothing.
+func (c *conn) respond(e inflight) bool {
+	if e.resp == nil {
+		c.s.metrics.inflight(c.pipe.inFlight() + 1)
+		c.s.metrics.observe(e.slot, time.Since(e.received))
 		return true
 	}
-	if resp.Key() != req.Key {
-		c.s.metrics.error(reasonHandler)
-		c.log.Error("closing connection: handler answered with the wrong response type",
-			"api", kmsg.NameForKey(req.Key), "response_api", kmsg.NameForKey(resp.Key()),
-			"correlation_id", req.CorrelationID)
-		return false
+	_, deferred := e.resp.(Deferred)
+	pushed, n := c.pipe.push(e, deferred)
+	c.s.metrics.inflight(n)
+	if pushed {
+		return true
 	}
-	resp.SetVersion(req.Version)
-	return c.writeResponse(req.Key, slot, req.CorrelationID, resp, req.Received)
+	ok := c.send(e, e.resp)
+	c.trimOut()
+	return ok
 }
 
 // decode reads body into req and rejects bodies with bytes left over.
@@ -493,7 +493,7 @@ func (c *conn) handle(req *Request) (resp kmsg.Response, err error) {
 // UNSUPPORTED_VERSION whose ApiKeys lists only ApiVersions and the version
 // range served for it, so the client can retry with a version we know. The
 // body is not parsed, as its layout is unknown.
-func (c *conn) answerUnsupportedApiVersions(hdr requestHeader, minV, maxV int16, received time.Time) bool {
+func (c *conn) answerUnsupportedApiVersions(frame []byte, hdr requestHeader, minV, maxV int16, received time.Time) bool {
 	c.log.Debug("answering unsupported ApiVersions version with v0 UNSUPPORTED_VERSION",
 		"api_version", hdr.version, "min_version", minV, "max_version", maxV)
 	resp := kmsg.NewPtrApiVersionsResponse()
@@ -504,120 +504,6 @@ func (c *conn) answerUnsupportedApiVersions(hdr requestHeader, minV, maxV int16,
 	key.MinVersion = minV
 	key.MaxVersion = maxV
 	resp.ApiKeys = append(resp.ApiKeys, key)
-	return c.writeResponse(keyApiVersions, keyApiVersions, hdr.correlationID, resp, received)
-}
-
-// writeResponse encodes resp into the reused buffer and writes it as one
-// frame with one write (a BulkResponse with one vectored write).
-func (c *conn) writeResponse(key, slot int16, correlationID int32, resp kmsg.Response, received time.Time) bool {
-	c.out = appendResponseHeader(c.responseBuffer(responseSizeHint(resp)), correlationID, responseHeaderV1(key, resp.IsFlexible()))
-	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
-		c.nc.SetWriteDeadline(time.Now().Add(idle))
-	}
-	var n int
-	var err error
-	if b, ok := resp.(BulkResponse); ok {
-		n, err = c.writeBulk(b)
-	} else {
-		c.out = resp.AppendTo(c.out)
-		finishFrame(c.out)
-		n, err = c.nc.Write(c.out)
-	}
-	c.s.metrics.out(n)
-	c.s.metrics.observe(slot, time.Since(received))
-	if err != nil {
-		c.log.Info("closing connection: writing response failed",
-			"api", kmsg.NameForKey(key), "correlation_id", correlationID, "err", err)
-		return false
-	}
-	return true
-}
-
-// writeBulk finishes the frame begun in c.out with resp's body and writes
-// the encoded parts and the bulk data between them: Data pieces with one
-// writev, so their bytes are copied once, by the kernel; a Body read into a
-// pooled buffer of at most bodyChunk bytes and written piece by piece, its
-// first piece in the writev of the parts before it.
-func (c *conn) writeBulk(resp BulkResponse) (int, error) {
-	var splices []Splice
-	c.out, splices = resp.AppendBulk(c.out)
-	size, largest := len(c.out)-4, 0
-	for _, s := range splices {
-		size += s.Size()
-		if s.Body != nil {
-			largest = max(largest, s.Body.Size())
-		}
-	}
-	kbin.AppendInt32(c.out[:0], int32(size))
-	w := bulkWriter{nc: c.nc, vec: c.vec[:0], chunk: min(largest, bodyChunk)}
-	prev := 0
-	for _, s := range splices {
-		w.vec = append(w.vec, c.out[prev:s.At])
-		prev = s.At
-		if s.Body == nil {
-			w.vec = append(w.vec, s.Data)
-		} else if err := w.copyBody(s.Body); err != nil {
-			w.release()
-			return w.n, err
-		}
-	}
-	w.vec = append(w.vec, c.out[prev:])
-	err := w.flush()
-	w.release()
-	c.vec = w.vec[:0]
-	return w.n, err
-}
-
-// bodyChunk is the most of a Body held in memory at once per connection.
-const bodyChunk = 1 << 20
-
-// bodyBuffers are the pieces Bodies are read into, shared by connections.
-var bodyBuffers = bufpool.New(16<<10, bodyChunk, 8*bodyChunk)
-
-// bulkWriter gathers the pieces of one bulk response frame.
-type bulkWriter struct {
-	nc    net.Conn
-	vec   net.Buffers
-	chunk int    // size of the body buffer: the largest body, at most bodyChunk
-	buf   []byte // the pooled body buffer, once one is needed
-	n     int
-}
-
-// flush writes the gathered pieces with one writev.
-func (w *bulkWriter) flush() error {
-	pieces := w.vec // WriteTo consumes its receiver
-	n, err := pieces.WriteTo(w.nc)
-	w.n += int(n)
-	clear(w.vec) // keep no reference to buffers the response releases
-	w.vec = w.vec[:0]
-	return err
-}
-
-// copyBody writes b after the gathered pieces.
-func (w *bulkWriter) copyBody(b Body) error {
-	size := b.Size()
-	if w.buf == nil && size > 0 {
-		w.buf = bodyBuffers.Get(w.chunk)[:w.chunk]
-	}
-	for off := 0; off < size; {
-		p := w.buf[:min(len(w.buf), size-off)]
-		if n, err := b.ReadAt(p, int64(off)); n < len(p) {
-			return fmt.Errorf("reading %d bytes at %d of a %d-byte response body: %w", len(p), off, size, cmp.Or(err, io.ErrUnexpectedEOF))
-		}
-		w.vec = append(w.vec, p)
-		if err := w.flush(); err != nil {
-			return err
-		}
-		off += len(p)
-	}
-	return nil
-}
-
-// release returns the body buffer to the pool.
-func (w *bulkWriter) release() {
-	if w.buf != nil {
-		bodyBuffers.Put(w.buf[:0])
-		w.buf = nil
-	}
-	clear(w.vec)
+	return c.respond(inflight{key: keyApiVersions, slot: keyApiVersions, version: 0,
+		correlationID: hdr.correlationID, received: received, size: len(frame), resp: resp})
 }

@@ -24,7 +24,10 @@
 //
 // Each step of a frame's growth is taken from the broker-wide MemoryPool
 // (Config.MemoryPool) before the buffer grows, and the frame gives all of it
-// back once its response is written. When the pool is exhausted the
+// back once the Handler has returned (its bytes are no longer referenced;
+// Kafka releases a request's buffer when its handler returns too, so a
+// produce waiting for its fsync holds no request memory). When the pool is
+// exhausted the
 // connection stops reading, as Kafka mutes a channel, until memory is given
 // back (counted in gregor_network_request_memory_waits_total); a connection
 // that waits longer than connections.max.idle.ms is closed with a log line.
@@ -34,7 +37,7 @@
 // bounded per connection, like its socket buffers.
 // As in Kafka, one request may take the pool past its capacity so that a
 // request larger than the whole pool still proceeds: the first frame that
-// finds the pool exhausted keeps growing until its response is written, the
+// finds the pool exhausted keeps growing until it is handled, the
 // others wait. So the request bytes held never exceed the pool plus one
 // frame (plus the first 64 KiB of the frames being read), and partial frames
 // that fill the pool never wait on each other forever. Gregor's default is 128 MiB where Kafka's is -1 (no limit); -1 or
@@ -56,8 +59,17 @@
 // written with one vectored write without a copy, or a Body (a span of a
 // segment file) that the server reads while it writes the frame, through one
 // pooled buffer of at most 1 MiB per connection, so a response's size costs
-// no memory. A Body that cannot be read closes the connection (its frame
-// size is sent). Release is called once the write is done or the response is
+// no memory. A FileBody (a Body that names its file and offset, as a
+// segment span does) is sent with sendfile(2) on plaintext TCP connections:
+// the kernel moves the bytes from the page cache to the socket and the
+// broker copies nothing; the frame's other pieces are written before it
+// with writev. The offset is passed to sendfile, so the file's own offset
+// (shared by every reader of the segment) never moves, and the file's
+// descriptor is held for the call, so a segment closed meanwhile cannot
+// hand its number to another file. Other connections (TLS, once it exists)
+// and Bodies without a file take the copying path. A Body that cannot be
+// read, or a file that ends early, closes the connection (its frame size is
+// sent). Release is called once the write is done or the response is
 // dropped.
 //
 // # What closes a connection
@@ -67,7 +79,8 @@
 // know or the Handler does not serve (Handler.Versions ok=false); a version
 // outside the served range for any key but ApiVersions; a body that kmsg
 // cannot decode or that has bytes left over after the request; a Handler
-// error; a panic in the Handler (logged with api key, version and stack); a
+// error or a failed Deferred; a panic in the Handler or in a Deferred's
+// Finish (logged with api key, version and stack); a
 // response of the wrong type; a failed write, or a response Body that
 // cannot be read; a wait for request memory longer than
 // connections.max.idle.ms. Other connections are not affected.
@@ -78,19 +91,40 @@
 // list holding only ApiVersions with the served range; clients retry with
 // that version. The connection stays open.
 //
-// # Connections and ordering
+// # Connections, pipelining and ordering
 //
-// Each connection has one goroutine that reads a frame, calls Handle, and
-// writes the response before reading the next frame, so responses go out in
-// request order and a connection has at most one request in flight, as a
-// Kafka channel is muted until its response is sent. Pipelined requests
-// wait in the socket and the connection's read buffer. A nil response with
-// a nil error sends nothing (acks=0 produce).
+// Each connection has a reader goroutine and a writer goroutine. The reader
+// reads a frame, decodes it, calls Handle, queues the response and reads
+// the next frame, so a request is handled while the ones before it still
+// wait: a produce for its fsync, a long-polling fetch for data. The writer
+// writes the responses strictly in request order. Handle is called for one
+// request of a connection at a time, in request order, so what a handler
+// does before returning (a produce's appends, and the sequence checks that
+// see the batches appended before) happens in request order; what it waits
+// for afterwards it returns as a Deferred, whose Finish the writer calls
+// when the responses before it are written. A produce's appends are done
+// when Handle returns and their fsyncs started, so the fsync of one request
+// covers the requests appended while it ran (group commit across requests).
+// When nothing is in flight the reader writes a complete response itself.
+// A nil response with a nil error sends nothing (acks=0 produce).
+//
+// The pipeline is bounded: the reader reads no further frame while
+// Config.MaxInflightRequests requests (gregor.max.in.flight.requests.per.connection,
+// default 5, Kafka clients' own maximum) or Config.MaxInflightBytes bytes of
+// requests (gregor.max.in.flight.bytes.per.connection, default 64 MiB; one
+// request is always read) are unanswered. So a client that never reads its
+// responses, or a long poll in front of other requests, makes a connection
+// hold at most that many responses, and it stops reading as Kafka mutes a
+// channel.
 //
 // Request.Body's byte slices alias the connection's read buffer and are
-// valid only until Handle returns; strings in it are copies. Pipelining
-// (several requests of one connection in flight) will give each frame its
-// own buffer and Reservation, so the pool bounds them all.
+// valid only until Handle returns, Deferred or not; strings in it are
+// copies. A Deferred is finished exactly once, also when the connection
+// closes before its turn (with a cancelled context, its answer dropped), so
+// what it holds (a fetch session's lock, a waiter) is always given back. A
+// handler error or a Deferred whose Finish fails closes the connection after
+// the responses before it are written; the requests after it are finished
+// and get no answer, and the close tells the client they will not.
 //
 // max.connections (Config.MaxConnections): while that many connections are
 // open, the listener stops accepting, as Kafka's acceptor blocks, and logs
@@ -107,12 +141,15 @@
 // transport accepts), counted and drained like the others. Handle is called with
 // a context shared by all requests; it is cancelled only by Shutdown.
 //
-// Shutdown (and the end of Serve's context) stops accepting and closes the
-// connections that are not handling a request; a connection handling a
-// request finishes it, writes the response, and then closes. When every
-// connection has closed Shutdown returns nil. If Shutdown's context ends
-// first, the handler context is cancelled, every connection is closed at
-// once, and the context's error is returned.
+// Shutdown (and the end of Serve's context) stops accepting and stops every
+// connection's reader (a read under way fails at once; a frame read as
+// shutdown began is not handled); each connection writes the responses of
+// the requests in flight, in order, and then closes, so no response is
+// dropped while the client is left waiting. When every connection has closed
+// Shutdown returns nil. If Shutdown's context ends first, the handler
+// context is cancelled, every connection is closed at once (the Deferreds
+// still queued are finished with a cancelled context), and the context's
+// error is returned.
 //
 // # Metrics
 //
@@ -127,6 +164,7 @@
 //	kafka_server_socket_server_metrics_connection_close_total{listener}    counter: connections closed
 //	gregor_network_request_errors_total{listener,reason}              counter: requests not served normally
 //	gregor_network_request_memory_waits_total{listener}               counter: waits for request memory
+//	gregor_network_inflight_requests{listener}                        histogram: requests of the connection in flight, itself included, as each is handed on
 //
 // MemoryPool.Collector adds kafka_network_socketserver_memorypoolavailable
 // and kafka_network_socketserver_memorypoolused (gauges, broker-wide).

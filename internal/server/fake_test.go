@@ -38,6 +38,10 @@ const (
 	idBulkBody    = "bulk-body"
 	idBulkLarge   = "bulk-large"
 	idBulkFailing = "bulk-failing"
+	// idBulkFile's Bodies are FileBodies; idBulkFileShort's files hold
+	// less than their Bodies' sizes.
+	idBulkFile      = "bulk-file"
+	idBulkFileShort = "bulk-file-short"
 )
 
 // fakeHandler serves ApiVersions 0-3, Metadata 0-12 and ListGroups 0-5
@@ -53,6 +57,8 @@ type fakeHandler struct {
 	addr string
 	// bulkReleased counts BulkResponse.Release calls.
 	bulkReleased atomic.Int32
+	// fileReads counts ReadAt calls on FileBodies.
+	fileReads atomic.Int32
 }
 
 func newFakeHandler() *fakeHandler {
@@ -110,6 +116,12 @@ func (h *fakeHandler) Handle(ctx context.Context, req *Request) (kmsg.Response, 
 			resp = &testBulk{Response: resp, released: &h.bulkReleased, bodies: true, run: 1100 << 10}
 		case idBulkFailing:
 			resp = &testBulk{Response: resp, released: &h.bulkReleased, bodies: true, run: 1100 << 10, failing: true}
+		case idBulkFile, idBulkFileShort:
+			b := &testBulk{Response: resp, released: &h.bulkReleased, bodies: true, run: 1100 << 10, inFile: true, fileReads: &h.fileReads}
+			if id == idBulkFileShort {
+				b.shortFile = 1000
+			}
+			resp = b
 		}
 	}
 	return resp, err

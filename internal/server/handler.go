@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,9 +23,9 @@ type ConnInfo struct {
 //
 // Body's byte slices (for example a Produce request's record batches) alias
 // the connection's read buffer, which is reused for the next request on the
-// same connection: they are valid only until Handle returns. A handler that
-// keeps such bytes beyond that must copy them. Strings are copies and may be
-// kept.
+// same connection: they are valid only until Handle returns, also for a
+// Deferred response's Finish. A handler that keeps such bytes beyond that
+// must copy them. Strings are copies and may be kept.
 type Request struct {
 	Key, Version  int16
 	CorrelationID int32
@@ -37,9 +38,12 @@ type Request struct {
 	Received time.Time
 }
 
-// Handler serves decoded requests. The Server calls it from one goroutine
-// per connection, one request at a time per connection; calls for different
-// connections run concurrently.
+// Handler serves decoded requests. The Server calls Handle from each
+// connection's reader goroutine, one request at a time per connection and in
+// request order; calls for different connections run concurrently. A
+// response that must wait (for an fsync, for data) is returned as a
+// Deferred, finished on the connection's writer goroutine while Handle is
+// called for the next requests.
 type Handler interface {
 	// Versions reports the version range served for key; ok=false for an
 	// unknown or unimplemented key. It must be cheap and safe for
@@ -94,4 +98,18 @@ type Body interface {
 	Size() int
 	// ReadAt reads len(p) bytes from byte off of the body (io.ReaderAt).
 	ReadAt(p []byte, off int64) (int, error)
+}
+
+// FileBody is a Body whose bytes lie in an open file. On a plaintext TCP
+// connection the Server sends them with sendfile(2), from the page cache to
+// the socket without copying them through the broker; elsewhere (another
+// kind of connection, or ok=false) it reads them with ReadAt.
+type FileBody interface {
+	Body
+	// File returns the file and the offset in it of the body's first
+	// byte; ok is false when the bytes are in no such file (an in-memory
+	// filesystem). The file is only read, at explicit offsets, while the
+	// response is written: its own offset is never moved, so it may be
+	// shared.
+	File() (f *os.File, off int64, ok bool)
 }

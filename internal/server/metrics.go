@@ -33,6 +33,7 @@ type Metrics struct {
 	closed      *prometheus.CounterVec
 	errors      *prometheus.CounterVec
 	memoryWaits *prometheus.CounterVec
+	inflight    *prometheus.HistogramVec
 
 	// perAPI caches the children of requests and totalTime, so the request
 	// path does not hash label values.
@@ -88,10 +89,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gregor_network_request_memory_waits_total",
 			Help: "Times a connection stopped reading a request until request memory (queued.max.request.bytes) was given back, by listener.",
 		}, []string{"listener"}),
+		inflight: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gregor_network_inflight_requests",
+			Help:    "Requests of its connection in flight (read, not yet answered) when a request is handed to the API layer, itself included, by listener: its mean is how many requests each connection pipelines.",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64},
+		}, []string{"listener"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.totalTime, m.bytesIn, m.bytesOut,
-			m.connections, m.created, m.closed, m.errors, m.memoryWaits)
+			m.connections, m.created, m.closed, m.errors, m.memoryWaits, m.inflight)
 	}
 	return m
 }
@@ -187,6 +193,7 @@ type listenerMetrics struct {
 	listener                                            string
 	bytesIn, bytesOut, created, closedConn, memoryWaits prometheus.Counter
 	connections                                         prometheus.Gauge
+	inflightObs                                         prometheus.Observer
 }
 
 func (m *Metrics) forListener(listener string) *listenerMetrics {
@@ -202,12 +209,19 @@ func (m *Metrics) forListener(listener string) *listenerMetrics {
 		closedConn:  m.closed.WithLabelValues(listener),
 		connections: m.connections.WithLabelValues(listener),
 		memoryWaits: m.memoryWaits.WithLabelValues(listener),
+		inflightObs: m.inflight.WithLabelValues(listener),
 	}
 }
 
 func (l *listenerMetrics) memoryWait() {
 	if l != nil {
 		l.memoryWaits.Inc()
+	}
+}
+
+func (l *listenerMetrics) inflight(n int) {
+	if l != nil {
+		l.inflightObs.Observe(float64(n))
 	}
 }
 

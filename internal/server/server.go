@@ -50,6 +50,15 @@ type Config struct {
 	// MemoryPool bounds the bytes of requests held at once, shared by the
 	// broker's listeners (queued.max.request.bytes); nil is unbounded.
 	MemoryPool *MemoryPool
+	// MaxInflightRequests is gregor.max.in.flight.requests.per.connection:
+	// a connection reads no further request while this many of its
+	// requests are unanswered. 0 means the default, 5.
+	MaxInflightRequests int
+	// MaxInflightBytes is gregor.max.in.flight.bytes.per.connection: a
+	// connection reads no further request while its unanswered requests
+	// hold this many bytes (one request is always allowed). 0 means the
+	// default, 64 MiB.
+	MaxInflightBytes int
 }
 
 // Server accepts Kafka protocol connections on one listener and hands each
@@ -96,6 +105,12 @@ func New(cfg Config, h Handler) *Server {
 	}
 	if cfg.ConnectionsMaxIdle == 0 {
 		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
+	if cfg.MaxInflightRequests <= 0 {
+		cfg.MaxInflightRequests = DefaultMaxInflightRequests
+	}
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = DefaultMaxInflightBytes
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -283,8 +298,8 @@ func (s *Server) removeConn(c *conn) {
 	s.conns.Done()
 }
 
-// beginDrain stops accepting and closes every connection that is not in the
-// middle of a request; busy connections close after writing their response.
+// beginDrain stops accepting and stops every connection's reader: a
+// connection closes once the requests it has read are answered.
 func (s *Server) beginDrain() {
 	s.drainOnce.Do(func() {
 		s.draining.Store(true)
@@ -300,7 +315,7 @@ func (s *Server) beginDrain() {
 			ln.Close()
 		}
 		for _, c := range conns {
-			c.closeIfIdle()
+			c.stopReading()
 		}
 	})
 }

@@ -88,6 +88,18 @@ func syncDir(d *os.File) error {
 	return d.Sync()
 }
 
+// OSFile returns the operating system's file behind f, for calls that need
+// its descriptor (sendfile(2)); ok is false for files of other
+// filesystems (MemFS, an injecting FS), whose callers take the portable
+// path.
+func OSFile(f File) (*os.File, bool) {
+	o, ok := f.(*osFile)
+	if !ok {
+		return nil, false
+	}
+	return o.f, true
+}
+
 var _ File = (*osFile)(nil)
 
 // osFile is a thin wrapper so that the hot calls (Write, ReadAt) cost one
