@@ -21,14 +21,22 @@
 // AppendNoWait starts that fsync on its own goroutine as soon as the batch
 // is written, and Await waits for all of a request's partitions, so the
 // partitions of one produce request sync concurrently and each one's sync
-// overlaps the writes of the partitions after it. acks=0 produces schedule
+// overlaps the writes of the partitions after it. The api layer appends in
+// the connection's request order and awaits afterwards, on the connection's
+// writer, so a client's pipelined requests are appended while earlier ones
+// sync and one fsync covers them all. acks=0 produces schedule
 // the sync in the background.
 //
 // Failed and full disks: a partition whose log dir is offline (a write or
 // fsync in it failed; see packages logmgr and log) is Offline: the api layer
 // answers it KAFKA_STORAGE_ERROR, and its log refuses appends and answers
 // every waiting acknowledgement with the failure, so nothing appended after
-// the failure is acknowledged, however many requests are in flight. A
+// the failure is acknowledged, however many requests are in flight. Await
+// also answers a batch an earlier fsync covered with the failure when its
+// log has failed by the time Await returns: a connection decides its answers
+// in request order (package server pipelines requests), so once it has
+// answered one produce of a partition with the failure it acknowledges
+// nothing after it, whichever fsync goroutine returned first. A
 // client append is first admitted by the partition's log dir against its
 // free-space reserve (logmgr.LogDir.Admit, two atomic operations while there
 // is room); refused, it is log.ErrNoSpace, KAFKA_STORAGE_ERROR on the wire,

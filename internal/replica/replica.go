@@ -328,15 +328,16 @@ type Pending struct {
 	sync *pendingSync
 }
 
-// Durable reports whether the batch needs no wait: nothing was started for
-// it (acks=0, gregor.ack.fsync=false) or its fsync has already ended.
+// Durable reports whether the batch can be answered without waiting:
+// nothing was started for it (acks=0, gregor.ack.fsync=false), or its fsync
+// has ended well and its log has not failed since.
 func (pd *Pending) Durable() bool {
 	if pd.sync == nil {
 		return true
 	}
 	select {
 	case <-pd.sync.done:
-		return pd.sync.err == nil
+		return pd.sync.err == nil && pd.p.Offline() == nil
 	default:
 		return false
 	}
@@ -429,6 +430,12 @@ func (m *Manager) syncForAck(p *Partition, upTo int64) error {
 // watermark. Each partition's fsync started when AppendNoWait wrote it, so
 // the partitions of one request sync concurrently, overlapping the writes
 // that follow. errs[i] is pend[i]'s error.
+//
+// A batch whose log has failed by the time Await returns is answered with
+// the failure even if an earlier fsync covered it: a connection's answers
+// are decided in request order, so once one of them reports a failed log
+// none after it acknowledges a batch of that log, whichever fsync goroutine
+// happened to return first.
 func (m *Manager) Await(pend []*Pending) []error {
 	errs := make([]error, len(pend))
 	for i, pd := range pend {
@@ -437,6 +444,11 @@ func (m *Manager) Await(pend []*Pending) []error {
 		}
 		<-pd.sync.done
 		errs[i] = pd.sync.err
+		if errs[i] == nil {
+			if err := pd.p.Offline(); err != nil {
+				errs[i] = fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+			}
+		}
 	}
 	return errs
 }
