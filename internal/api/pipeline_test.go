@@ -251,7 +251,7 @@ func TestFsyncFailureInTheMiddleOfAPipeline(t *testing.T) {
 		armed  atomic.Bool
 		syncs  atomic.Int32
 		leo    atomic.Pointer[func() int64]
-		formed atomic.Bool // the pipeline was full while the first sync ran
+		formed atomic.Bool  // the pipeline was full while the first sync ran
 		base   atomic.Int64 // the log end offset before the pipeline
 	)
 	fs := vfs.NewInjecting(mem, vfs.InjectorFunc(func(op vfs.Op, path string) error {
