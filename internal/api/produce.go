@@ -7,7 +7,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/replica"
@@ -67,10 +66,14 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 	// them to be durable at once, so a request spanning many partitions pays
 	// for its fsyncs in parallel rather than one after another.
 	var waits []waiting
+	// Each partition's batch header is decoded here, once, and handed down
+	// to the validation, the producer-state checks and the append.
+	parsed := parseProduce(req)
 	var txnErr error
-	if req.TransactionID == nil && hasTransactionalRecords(req) {
+	if req.TransactionID == nil && hasTransactionalRecords(parsed) {
 		txnErr = fmt.Errorf("%w: transactional records in a produce request without a transactional id", kerr.TransactionalIDAuthorizationFailed)
 	}
+	k := 0 // the partition's index in parsed
 	var nameBuf [4]string
 	names := nameBuf[:0] // names[i] is resp.Topics[i]'s name
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
@@ -82,6 +85,8 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		name, terr := h.topicName(rt.Topic, rt.TopicID, byID)
 		names = append(names, name)
 		for pi, rp := range rt.Partitions {
+			batch := &parsed[k]
+			k++
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
@@ -98,7 +103,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 			case isInternal(name):
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, name)
 			default:
-				pend, err = h.produceOne(req, name, rp.Partition, rp.Records, sp)
+				pend, err = h.produceOne(req, name, rp.Partition, batch, sp)
 			}
 			if err != nil {
 				fail(sp, name, err)
@@ -197,15 +202,15 @@ func countProduce(tm *replica.TopicMetrics, resp *kmsg.ProduceResponse, names []
 
 // produceOne appends one partition's batch and fills in where it went.
 func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition int32,
-	records []byte, sp *kmsg.ProduceResponseTopicPartition) (*replica.Pending, error) {
+	batch *record.Produced, sp *kmsg.ProduceResponseTopicPartition) (*replica.Pending, error) {
 	p, err := h.partition(topic, partition)
 	if err != nil {
 		return nil, err
 	}
-	if transactional(records) {
+	if batch.Transactional() {
 		return nil, errTxnUnverifiable
 	}
-	pend, err := h.d.Replicas.AppendNoWait(topicpart.TopicPartition{Topic: topic, Partition: partition}, records, req.Acks, log.OriginClient)
+	pend, err := h.d.Replicas.AppendProduced(topicpart.TopicPartition{Topic: topic, Partition: partition}, batch, req.Acks)
 	if err != nil {
 		sp.LogStartOffset = p.Log.LogStartOffset()
 		return nil, err
@@ -222,23 +227,27 @@ func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition i
 var errTxnUnverifiable = fmt.Errorf("%w: Unable to verify the partition has been added to the transaction. Underlying error: COORDINATOR_NOT_AVAILABLE",
 	kerr.NotEnoughReplicas)
 
-// transactional reports whether records start with a transactional batch.
-func transactional(records []byte) bool {
-	if len(records) < record.HeaderSize {
-		return false
+// parseProduce decodes every partition's batch header, in request order.
+func parseProduce(req *kmsg.ProduceRequest) []record.Produced {
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
 	}
-	h, err := record.ParseHeader(records)
-	return err == nil && h.Transactional()
+	out := make([]record.Produced, 0, n)
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			out = append(out, record.ParseProduce(p.Records))
+		}
+	}
+	return out
 }
 
 // hasTransactionalRecords is Kafka's RequestUtils.hasTransactionalRecords:
 // whether any partition's records start with a transactional batch.
-func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			if transactional(p.Records) {
-				return true
-			}
+func hasTransactionalRecords(parsed []record.Produced) bool {
+	for i := range parsed {
+		if parsed[i].Transactional() {
+			return true
 		}
 	}
 	return false

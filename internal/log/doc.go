@@ -144,7 +144,9 @@
 //
 // # Durability
 //
-// Append writes to the page cache. SyncTo(offset) is the group commit:
+// Append writes to the page cache; AppendProduced is Append for a client
+// batch whose header the caller already decoded (record.ParseProduce), so
+// the produce path decodes it once. SyncTo(offset) is the group commit:
 // concurrent callers share one fdatasync of the active segment (rolled
 // segments, their indexes and new directory entries are synced first), and
 // RecoveryPoint reports the offset below which everything is durable: the

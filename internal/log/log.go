@@ -268,45 +268,64 @@ func (l *Log) NumSegments() int { return len(l.segments()) }
 // leaderEpoch are written into the batch in place; the caller must not reuse
 // batch afterwards. Durability is separate: call SyncTo.
 func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResult, error) {
-	if origin == OriginReplication {
+	switch origin {
+	case OriginReplication:
 		return l.appendAsFollower(batch)
+	case OriginClient:
+		p := record.ParseProduce(batch)
+		return l.AppendProduced(&p, leaderEpoch)
 	}
-	cfg := l.config()
-	now := l.nowMs()
-	var h record.Header
-	var err error
-	if origin == OriginClient {
-		opts := record.ProduceOptions{
-			MaxBatchBytes: int(cfg.MaxMessageBytes), RequireKeys: cfg.Compact, LogAppendTime: cfg.LogAppendTime,
-			NowMs: now, BeforeMaxMs: cfg.TimestampBeforeMs, AfterMaxMs: cfg.TimestampAfterMs,
-			MaxDecompressed: int(cfg.MaxMessageBytes) * 64,
-		}
-		h, err = record.ValidateProduce(batch, &opts)
-		if err == nil && cfg.Compression.Recompresses(h.Codec()) {
-			batch, h, err = recompress(batch[:h.Size()], &h, cfg, &opts)
-		}
-	} else {
-		h, err = record.ValidateStored(batch)
-		if err == nil && h.Size() != len(batch) {
-			err = fmt.Errorf("%w: coordinator append of %d bytes holds a %d-byte batch", record.ErrCorrupt, len(batch), h.Size())
-		}
+	h, err := record.ValidateStored(batch)
+	if err == nil && h.Size() != len(batch) {
+		err = fmt.Errorf("%w: coordinator append of %d bytes holds a %d-byte batch", record.ErrCorrupt, len(batch), h.Size())
 	}
 	if err != nil {
 		return AppendResult{}, err
 	}
-	batch = batch[:h.Size()] // a tail too short to be a batch is dropped, as Kafka trims it
+	return l.appendAsLeader(batch, &h, origin, leaderEpoch, l.config(), l.nowMs())
+}
 
+// AppendProduced appends a client's batch whose header the caller decoded
+// (record.ParseProduce), as Append does with OriginClient: validated with
+// that header (and rebuilt in the topic's codec if compression.type asks),
+// then checked against the producer state and written. The header is not
+// decoded again.
+func (l *Log) AppendProduced(p *record.Produced, leaderEpoch int32) (AppendResult, error) {
+	cfg := l.config()
+	now := l.nowMs()
+	opts := record.ProduceOptions{
+		MaxBatchBytes: int(cfg.MaxMessageBytes), RequireKeys: cfg.Compact, LogAppendTime: cfg.LogAppendTime,
+		NowMs: now, BeforeMaxMs: cfg.TimestampBeforeMs, AfterMaxMs: cfg.TimestampAfterMs,
+		MaxDecompressed: int(cfg.MaxMessageBytes) * 64,
+	}
+	if err := p.Validate(&opts); err != nil {
+		return AppendResult{}, err
+	}
+	batch, h := p.Batch(), p.Header
+	if cfg.Compression.Recompresses(h.Codec()) {
+		var err error
+		if batch, h, err = recompress(batch, &h, cfg, &opts); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	return l.appendAsLeader(batch, &h, OriginClient, leaderEpoch, cfg, now)
+}
+
+// appendAsLeader checks a validated batch against the producer state (client
+// batches) and writes it with the next offsets and leaderEpoch, patched in
+// place.
+func (l *Log) appendAsLeader(batch []byte, h *record.Header, origin Origin, leaderEpoch int32, cfg *Config, now int64) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return AppendResult{}, err
 	}
 	if h.ProducerID >= 0 && origin == OriginClient {
-		if dup, ok := l.producers.duplicate(&h); ok {
+		if dup, ok := l.producers.duplicate(h); ok {
 			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
 				LogStartOffset: l.logStart.Load(), Duplicate: true}, nil
 		}
-		if err := l.producers.check(&h); err != nil {
+		if err := l.producers.check(h); err != nil {
 			return AppendResult{}, err
 		}
 	}
@@ -320,7 +339,7 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 		h.MaxTimestamp = now
 	}
 	h.BaseOffset, h.LeaderEpoch = leo, leaderEpoch
-	if err := l.appendLocked(batch, &h, now); err != nil {
+	if err := l.appendLocked(batch, h, now); err != nil {
 		return AppendResult{}, err
 	}
 	return AppendResult{BaseOffset: leo, LastOffset: h.LastOffset(), LogAppendTime: appendTime,

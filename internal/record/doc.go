@@ -19,6 +19,12 @@
 // producer fields and transactional flag are kept, the length and CRC are
 // new.
 //
+// A produced batch's header is decoded once, by ParseProduce (which also
+// frames the partition's records as Kafka's validateRecords does), and the
+// resulting Produced is what the api layer's transactional check,
+// Produced.Validate, the producer-state checks and the log's append all
+// read: nothing on the produce path decodes it again.
+//
 // ValidateProduce walks a produced batch's records (Kafka's LogValidator
 // does) with a skim that decodes nothing into a Record; a record it refuses
 // is decoded again by checkRecord, which words the error. The two must agree

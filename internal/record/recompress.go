@@ -32,7 +32,7 @@ func (c Compression) Recompresses(source Codec) bool { return c.Recompress && c.
 // largest record timestamp (Log.Append then applies LogAppendTime, as it
 // does to any batch). The result is a new slice; b is not modified.
 func Recompress(b []byte, h *Header, c Compression, o *ProduceOptions) ([]byte, Header, error) {
-	body, err := Records(b, o.maxOut())
+	body, err := recordsOf(b, h, o.maxOut())
 	if err != nil {
 		return nil, *h, err
 	}

@@ -187,3 +187,35 @@ func TestValidateProduceDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per uncompressed batch", n)
 	}
 }
+
+// ParseProduce decodes the first batch's header even when the framing fails
+// after it, as Kafka's hasTransactionalRecords looks at the first batch
+// before validateRecords refuses a second one; the framing error is the one
+// Validate reports.
+func TestParseProduceKeepsTheFirstHeader(t *testing.T) {
+	spec := &BatchSpec{ProducerID: 7, ProducerEpoch: 0, BaseSequence: 0, Transactional: true,
+		Records: []BuildRecord{{Timestamp: 1000, Value: []byte("v")}}}
+	b, err := Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := ParseProduce(b)
+	if one.Err != nil || !one.Transactional() || one.Header.ProducerID != 7 || len(one.Batch()) != len(b) {
+		t.Fatalf("one batch: %+v", one)
+	}
+	two := ParseProduce(append(append([]byte(nil), b...), b...))
+	if !two.Transactional() || !errors.Is(two.Err, ErrInvalidRecord) {
+		t.Fatalf("two batches: transactional %v, err %v", two.Transactional(), two.Err)
+	}
+	o := &ProduceOptions{NowMs: 1000, BeforeMaxMs: -1, AfterMaxMs: -1}
+	if err := two.Validate(o); err != two.Err {
+		t.Fatalf("Validate = %v, want the framing error %v", err, two.Err)
+	}
+	if err := one.Validate(o); err != nil {
+		t.Fatalf("Validate of the parsed batch: %v", err)
+	}
+	short := ParseProduce(b[:30])
+	if short.Transactional() || !errors.Is(short.Err, ErrInvalidRecord) {
+		t.Fatalf("30 bytes: transactional %v, err %v", short.Transactional(), short.Err)
+	}
+}

@@ -30,6 +30,11 @@ func Records(batch []byte, maxOut int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return recordsOf(batch, &h, maxOut)
+}
+
+// recordsOf is Records with batch's header already decoded.
+func recordsOf(batch []byte, h *Header, maxOut int) ([]byte, error) {
 	if h.Size() > len(batch) {
 		return nil, fmt.Errorf("%w: batch length %d beyond %d bytes present", ErrCorrupt, h.Size(), len(batch))
 	}
@@ -49,7 +54,7 @@ func Iterate(batch []byte, maxOut int, fn func(r *Record) error) error {
 	if err != nil {
 		return err
 	}
-	body, err := Records(batch, maxOut)
+	body, err := recordsOf(batch, &h, maxOut)
 	if err != nil {
 		return err
 	}

@@ -29,78 +29,123 @@ type RecordError struct {
 func (e *RecordError) Error() string { return fmt.Sprintf("record %d: %s", e.Index, e.Msg) }
 func (e *RecordError) Unwrap() error { return e.Err }
 
-// ValidateProduce checks a batch a client produced, the way Kafka's log
-// validator does for magic 2: exactly one well-formed batch, CRC, size,
-// counts, producer fields, and (when records are walked) per-record offset
-// deltas, timestamps and keys. Records are walked for uncompressed batches
-// (cheap, no allocation) and for compressed ones only when keys must be
-// checked; otherwise the header's base and max timestamps stand in for the
-// per-record check.
-func ValidateProduce(b []byte, o *ProduceOptions) (Header, error) {
-	// Framing first, as Kafka's ProduceRequest.validateRecords sees it: bytes
-	// that hold no complete batch are "no batch" (INVALID_RECORD); a second
-	// complete batch is refused; a shorter tail that cannot be a batch is
-	// ignored and trimmed (the returned header's Size says what to append).
+// Produced is one partition's records of a produce request with its batch
+// framed and its header decoded once (ParseProduce), so that the request-level
+// checks (transactional records), the validation, the producer-state checks
+// and the append all use that one decoding.
+type Produced struct {
+	// Bytes are the records as the request sent them; Batch() is the one
+	// batch in them.
+	Bytes  []byte
+	Header Header
+	// Err is a framing or header error. It is reported by Validate, where
+	// Kafka's log validator reports it, not when the request is decoded.
+	Err error
+	// transactional: the records start with a transactional batch header,
+	// whatever follows it.
+	transactional bool
+}
+
+// Batch is the produced batch: Bytes with a shorter tail that cannot be a
+// batch trimmed, as Kafka trims it. Valid only when Err is nil.
+func (p *Produced) Batch() []byte { return p.Bytes[:p.Header.Size()] }
+
+// Transactional reports whether the records start with a transactional
+// batch, as Kafka's RequestUtils.hasTransactionalRecords looks at the first
+// batch before the records are validated.
+func (p *Produced) Transactional() bool { return p.transactional }
+
+// ParseProduce decodes the header at the start of b and frames b as
+// Kafka's ProduceRequest.validateRecords sees it: bytes that hold no
+// complete batch are "no batch" (INVALID_RECORD); a second complete batch is
+// refused; a shorter tail that cannot be a batch is ignored (Batch trims
+// it). Framing errors come before header errors.
+func ParseProduce(b []byte) Produced {
+	h, herr := ParseHeader(b)
+	p := Produced{Bytes: b, Header: h, transactional: herr == nil && h.Transactional()}
 	if len(b) < LogOverhead+5 {
-		return Header{}, fmt.Errorf("%w: a produce request must have at least one record batch per partition", ErrInvalidRecord)
+		p.Err = fmt.Errorf("%w: a produce request must have at least one record batch per partition", ErrInvalidRecord)
+		return p
 	}
 	length := int64(int32(binary.BigEndian.Uint32(b[8:])))
 	if length < 14 {
-		return Header{}, fmt.Errorf("%w: batch length %d is less than the minimum", ErrCorrupt, length)
+		p.Err = fmt.Errorf("%w: batch length %d is less than the minimum", ErrCorrupt, length)
+		return p
 	}
 	size := length + LogOverhead
 	if size > int64(len(b)) {
-		return Header{}, fmt.Errorf("%w: a produce request must have at least one record batch per partition "+
+		p.Err = fmt.Errorf("%w: a produce request must have at least one record batch per partition "+
 			"(batch length %d exceeds the %d bytes sent)", ErrInvalidRecord, size, len(b))
+		return p
 	}
 	if rest := b[size:]; len(rest) >= LogOverhead+5 {
 		if next := int64(int32(binary.BigEndian.Uint32(rest[8:]))) + LogOverhead; next >= LogOverhead && next <= int64(len(rest)) {
-			return Header{}, fmt.Errorf("%w: a produce request must hold exactly one record batch", ErrInvalidRecord)
+			p.Err = fmt.Errorf("%w: a produce request must hold exactly one record batch", ErrInvalidRecord)
+			return p
 		}
 	}
-	b = b[:size]
-	h, err := ParseHeader(b)
-	if err != nil {
-		return h, err
+	// The header was decoded from b: it reads only the first HeaderSize
+	// bytes, and a length that passes ParseHeader makes size at least that.
+	p.Err = herr
+	return p
+}
+
+// ValidateProduce parses b (ParseProduce) and validates it (Validate).
+func ValidateProduce(b []byte, o *ProduceOptions) (Header, error) {
+	p := ParseProduce(b)
+	return p.Header, p.Validate(o)
+}
+
+// Validate checks a batch a client produced, the way Kafka's log validator
+// does for magic 2: exactly one well-formed batch (Err), CRC, size, counts,
+// producer fields, and (when records are walked) per-record offset deltas,
+// timestamps and keys. Records are walked for uncompressed batches (cheap,
+// no allocation) and for compressed ones only when keys must be checked;
+// otherwise the header's base and max timestamps stand in for the
+// per-record check.
+func (p *Produced) Validate(o *ProduceOptions) error {
+	if p.Err != nil {
+		return p.Err
 	}
+	b, h := p.Batch(), &p.Header
 	if o.MaxBatchBytes > 0 && len(b) > o.MaxBatchBytes {
-		return h, fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrTooLarge, len(b), o.MaxBatchBytes)
+		return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrTooLarge, len(b), o.MaxBatchBytes)
 	}
 	if got := ComputeCRC(b); got != h.CRC {
-		return h, fmt.Errorf("%w: crc %08x, computed %08x", ErrCorrupt, h.CRC, got)
+		return fmt.Errorf("%w: crc %08x, computed %08x", ErrCorrupt, h.CRC, got)
 	}
 	if h.Codec() > CodecZstd {
-		return h, fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, h.Codec())
+		return fmt.Errorf("%w: codec %d", ErrUnsupportedCompression, h.Codec())
 	}
 	if h.Control() {
-		return h, fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
+		return fmt.Errorf("%w: clients may not write control batches", ErrInvalidRecord)
 	}
 	if h.NumRecords <= 0 || h.LastOffsetDelta != h.NumRecords-1 {
-		return h, fmt.Errorf("%w: record count %d does not match last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
+		return fmt.Errorf("%w: record count %d does not match last offset delta %d", ErrInvalidRecord, h.NumRecords, h.LastOffsetDelta)
 	}
 	if h.Transactional() && h.ProducerID < 0 {
-		return h, fmt.Errorf("%w: transactional batch without a producer id", ErrInvalidRecord)
+		return fmt.Errorf("%w: transactional batch without a producer id", ErrInvalidRecord)
 	}
 	if h.ProducerID >= 0 && h.BaseSequence < 0 {
-		return h, fmt.Errorf("%w: idempotent batch with sequence %d", ErrInvalidRecord, h.BaseSequence)
+		return fmt.Errorf("%w: idempotent batch with sequence %d", ErrInvalidRecord, h.BaseSequence)
 	}
 	checkTS := !o.LogAppendTime
 	if h.Codec() != CodecNone && !o.RequireKeys {
 		if checkTS {
 			if err := o.checkTimestamp(0, h.BaseTimestamp); err != nil {
-				return h, err
+				return err
 			}
 			if err := o.checkTimestamp(int(h.LastOffsetDelta), h.MaxTimestamp); err != nil {
-				return h, err
+				return err
 			}
 		}
-		return h, nil
+		return nil
 	}
-	body, err := Records(b, o.maxOut())
+	body, err := recordsOf(b, h, o.maxOut())
 	if err != nil {
-		return h, err
+		return err
 	}
-	return h, o.walkRecords(body, &h, checkTS)
+	return o.walkRecords(body, h, checkTS)
 }
 
 // walkRecords checks every record of an uncompressed (or decompressed)

@@ -353,6 +353,17 @@ type pendingSync struct {
 // Pending values of one request to Await, which waits for all of them at
 // once (one group-committed fsync per partition, partitions in parallel).
 func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks int16, origin log.Origin) (Pending, error) {
+	return m.appendNoWait(tp, batch, nil, acks, origin)
+}
+
+// AppendProduced is AppendNoWait for a client's batch whose header the
+// caller has decoded (record.ParseProduce), so it is not decoded again.
+func (m *Manager) AppendProduced(tp topicpart.TopicPartition, p *record.Produced, acks int16) (Pending, error) {
+	return m.appendNoWait(tp, p.Bytes, p, acks, log.OriginClient)
+}
+
+// appendNoWait appends produced (when not nil) or batch.
+func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produced *record.Produced, acks int16, origin log.Origin) (Pending, error) {
 	p, ok := m.Get(tp)
 	if !ok {
 		return Pending{}, kerr.UnknownTopicOrPartition
@@ -374,7 +385,13 @@ func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks i
 		p.roleMu.RUnlock()
 		return Pending{}, NotLeaderError(role)
 	}
-	res, err := p.Log.Append(batch, origin, role.LeaderEpoch)
+	var res log.AppendResult
+	var err error
+	if produced != nil {
+		res, err = p.Log.AppendProduced(produced, role.LeaderEpoch)
+	} else {
+		res, err = p.Log.Append(batch, origin, role.LeaderEpoch)
+	}
 	p.roleMu.RUnlock()
 	if err != nil {
 		if errors.Is(err, record.ErrTooLarge) {
