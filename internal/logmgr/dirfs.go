@@ -50,6 +50,10 @@ type dirFile struct {
 	d *LogDir
 }
 
+// ReadsUnwrapped is the file dirFile wraps: reads pass through untouched,
+// so they may be made on it directly (vfs.OSFile, for sendfile).
+func (f dirFile) ReadsUnwrapped() vfs.File { return f.File }
+
 func (f dirFile) Write(p []byte) (int, error) {
 	n, err := f.File.Write(p)
 	if err != nil {

@@ -89,15 +89,21 @@ func syncDir(d *os.File) error {
 }
 
 // OSFile returns the operating system's file behind f, for calls that need
-// its descriptor (sendfile(2)); ok is false for files of other
-// filesystems (MemFS, an injecting FS), whose callers take the portable
-// path.
+// its descriptor (sendfile(2)), looking through wrappers that leave reads
+// alone and say so with ReadsUnwrapped; ok is false for files of other
+// filesystems (MemFS, an injecting FS, whose reads must go through it),
+// whose callers take the portable path.
 func OSFile(f File) (*os.File, bool) {
-	o, ok := f.(*osFile)
-	if !ok {
-		return nil, false
+	for {
+		switch w := f.(type) {
+		case *osFile:
+			return w.f, true
+		case interface{ ReadsUnwrapped() File }:
+			f = w.ReadsUnwrapped()
+		default:
+			return nil, false
+		}
 	}
-	return o.f, true
 }
 
 var _ File = (*osFile)(nil)
