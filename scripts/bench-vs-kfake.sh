@@ -2,43 +2,66 @@
 # Paired throughput/latency/CPU comparison of Gregor against franz-go's kfake
 # (with a DataDir) on loopback, alternating them in one run.
 #
-#   scripts/bench-vs-kfake.sh [rounds]      (default 2 rounds)
+#   scripts/bench-vs-kfake.sh [rounds]      (default 3 rounds)
 #
-# For each workload it starts a fresh server, produces with `gregor bench
-# produce` (kgo, acks=all, default batching), consumes everything back with
-# `gregor bench consume`, and reads the server's CPU seconds (utime+stime) and
-# peak RSS (VmHWM) from /proc. Output: one JSON line per run in $OUT
-# (default /tmp/gregor-bench.jsonl) and a table on stdout.
+# Every round runs every workload on every server, in the same order, each on
+# a fresh server and data dir:
+#   1KiB-1p, 1KiB-8p, 100B-1p, 100B-8p  kgo defaults (idempotent, acks=all,
+#                    linger 0, 1 MiB batches), one client, as fast as it goes
+#   1KiB-8p-8cl      the same with 8 producer clients on 8 partitions
+#   1KiB-5000rps     5,000 records/s of 1 KiB to 1 partition, linger 0: ack
+#                    latency from each record's scheduled send time
+#   consume-1cl, consume-4cl  catch-up consume of 1 GiB (1,000,000 records of
+#                    1 KiB on 1 partition, written first, not measured) by 1 and
+#                    by 4 clients, each reading all of it
+# A produce run produces for 2 s and then measures 8 s (--warmup, --duration).
+# `gregor bench` reads the server's CPU seconds (utime+stime) and the bytes it
+# wrote to storage (/proc/<pid>/io write_bytes) at the start and the end of
+# the measured window, and for Gregor its gregor_network_inflight_requests
+# histogram (requests in flight per connection, on average); the script reads
+# the peak RSS (VmHWM) at the end of each run.
 #
-# Servers ($SERVERS, default all four, in this order every round):
+# Servers ($SERVERS, default all, in this order every round):
 #   gregor          Gregor's defaults: acks are sent after fsync (gregor.ack.fsync=true)
 #   kfake           kfake with a DataDir: written to the page cache, never fsynced
 #   gregor-nofsync  Gregor with gregor.ack.fsync=false: Kafka's (and kfake's) durability
 #   kfake-sync      kfake with a DataDir and SyncWrites: fsync per batch, Gregor's durability
-# The ratios printed are gregor/kfake, and the two equal-durability pairs
-# gregor-nofsync/kfake and gregor/kfake-sync.
+#   raw             test/peers/rawlog: the same shapes as raw system calls, no broker
+#                   (pipelined pwrite + group-committed fdatasync for 1KiB-1p and
+#                   1KiB-5000rps, sendfile of a file to a reader for consume-1cl)
+#
+# Output: one JSON line per run in $OUT (default /tmp/gregor-bench.jsonl),
+# then per workload and server the medians over the rounds, and the paired
+# ratios (each round's ratio of the two servers, then their median) of
+# gregor/kfake, gregor/kfake-sync, gregor-nofsync/kfake and gregor/raw.
+# The machine's load average is printed before each round: the figures are
+# only comparable within a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROUNDS="${1:-2}"
-SERVERS="${SERVERS:-gregor kfake gregor-nofsync kfake-sync}"
+ROUNDS="${1:-3}"
+SERVERS="${SERVERS:-gregor kfake gregor-nofsync kfake-sync raw}"
+WORKLOADS="${WORKLOADS:-1KiB-1p 1KiB-8p 100B-1p 100B-8p 1KiB-8p-8cl 1KiB-5000rps consume}"
 OUT="${OUT:-/tmp/gregor-bench.jsonl}"
+WARMUP="${WARMUP:-2s}"
+DURATION="${DURATION:-8s}"
 BIN="$(mktemp -d)"
 trap 'rm -rf "$BIN"' EXIT
 go build -o "$BIN/gregor" ./cmd/gregor
 go build -o "$BIN/kfake" ./test/peers/kfake
+go build -o "$BIN/rawlog" ./test/peers/rawlog
 : >"$OUT"
-hz=$(getconf CLK_TCK)
-cpu() { awk -v hz="$hz" '{printf "%.3f", ($14+$15)/hz}' "/proc/$1/stat"; }
 rss() { awk '/VmHWM/{print $2}' "/proc/$1/status"; }
 
-start_server() { # name datadir -> prints pid; sets ADDR
+start_server() { # name datadir; sets SERVER_PID and METRICS
   local name=$1 dir=$2
+  METRICS=""
   case "$name" in
   gregor|gregor-nofsync)
     local fsync=true
     [ "$name" = gregor-nofsync ] && fsync=false
     "$BIN/gregor" serve --data-dir "$dir" --listen 127.0.0.1:39092 --admin-listen 127.0.0.1:39644 \
       --set gregor.ack.fsync=$fsync --log-format json --log-level warn >"$dir.log" 2>&1 &
+    METRICS=http://127.0.0.1:39644/metrics
     ;;
   kfake) "$BIN/kfake" -port 39092 -data "$dir" >"$dir.log" 2>&1 & ;;
   kfake-sync) "$BIN/kfake" -port 39092 -data "$dir" -sync >"$dir.log" 2>&1 & ;;
@@ -52,57 +75,73 @@ start_server() { # name datadir -> prints pid; sets ADDR
   echo "server $name did not start" >&2; cat "$dir.log" >&2; exit 1
 }
 
-run() { # name label size partitions records rate
-  local name=$1 label=$2 size=$3 parts=$4 n=$5 rate=$6
-  local dir; dir=$(mktemp -d /tmp/bench-$name-XXXX)
-  start_server "$name" "$dir"
-  local c0; c0=$(cpu "$SERVER_PID")
-  local p; p=$("$BIN/gregor" bench produce -b 127.0.0.1:39092 -t bench -p "$parts" --record-size "$size" \
-      -n "$n" --rate "$rate" -o json 2>/dev/null)
-  local c1; c1=$(cpu "$SERVER_PID")
-  local c; c=$("$BIN/gregor" bench consume -b 127.0.0.1:39092 -t bench -o json 2>/dev/null)
-  local c2; c2=$(cpu "$SERVER_PID")
-  local r; r=$(rss "$SERVER_PID")
+stop_server() {
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true
-  rm -rf "$dir" "$dir.log"
-  python3 - "$name" "$label" "$p" "$c" "$c0" "$c1" "$c2" "$r" >>"$OUT" <<'PY'
+}
+
+emit() { # server workload round json [rss_kib]
+  python3 - "$@" >>"$OUT" <<'PY'
 import json,sys
-name,label,p,c,c0,c1,c2,r=sys.argv[1:]
-p=json.loads(p); c=json.loads(c)
-pc=float(c1)-float(c0); cc=float(c2)-float(c1)
-print(json.dumps(dict(server=name,workload=label,produce_mib_s=p["mib_per_sec"],produce_records=p["records"],
-  produce_errors=p["errors"],p50_ms=p["latency_p50_ms"],p99_ms=p["latency_p99_ms"],
-  produce_cpu_s=round(pc,3),mib_per_cpu_s=round(p["bytes"]/(1<<20)/pc,1) if pc>0 else None,
-  consume_mib_s=c["mib_per_sec"],consume_cpu_s=round(cc,3),peak_rss_mib=round(int(r)/1024,1))))
+server,workload,rnd,res=sys.argv[1:5]
+r=json.loads(res); r.update(server=server,workload=workload,round=int(rnd))
+if len(sys.argv)>5 and sys.argv[5]: r["peak_rss_mib"]=round(int(sys.argv[5])/1024,1)
+print(json.dumps(r))
 PY
 }
 
+produce_args() { # workload -> bench produce flags
+  case "$1" in
+  1KiB-1p) echo "-p 1 --record-size 1024" ;;
+  1KiB-8p) echo "-p 8 --record-size 1024" ;;
+  100B-1p) echo "-p 1 --record-size 100" ;;
+  100B-8p) echo "-p 8 --record-size 100" ;;
+  1KiB-8p-8cl) echo "-p 8 --record-size 1024 --clients 8" ;;
+  1KiB-5000rps) echo "-p 1 --record-size 1024 --rate 5000 --linger-ms 0" ;;
+  esac
+}
+
+run_broker() { # server workload round
+  local name=$1 w=$2 rnd=$3
+  local dir; dir=$(mktemp -d /tmp/bench-$name-XXXX)
+  start_server "$name" "$dir"
+  local common=(-b 127.0.0.1:39092 -o json --server-pid "$SERVER_PID")
+  [ -n "$METRICS" ] && common+=(--server-metrics "$METRICS")
+  if [ "$w" = consume ]; then
+    "$BIN/gregor" bench produce -b 127.0.0.1:39092 -t bench -p 1 --record-size 1024 -n 1000000 -o json >/dev/null 2>&1
+    local c1 c4
+    c1=$("$BIN/gregor" bench consume -t bench --clients 1 "${common[@]}" 2>/dev/null)
+    c4=$("$BIN/gregor" bench consume -t bench --clients 4 "${common[@]}" 2>/dev/null)
+    local r; r=$(rss "$SERVER_PID")
+    emit "$name" consume-1cl "$rnd" "$c1" "$r"
+    emit "$name" consume-4cl "$rnd" "$c4" "$r"
+  else
+    local p
+    # shellcheck disable=SC2046
+    p=$("$BIN/gregor" bench produce -t bench $(produce_args "$w") --warmup "$WARMUP" -d "$DURATION" "${common[@]}" 2>/dev/null)
+    emit "$name" "$w" "$rnd" "$p" "$(rss "$SERVER_PID")"
+  fi
+  stop_server
+  rm -rf "$dir" "$dir.log"
+}
+
+run_raw() { # workload round: the raw system-call floor of the same shape
+  local w=$1 rnd=$2 r
+  case "$w" in
+  1KiB-1p) r=$("$BIN/rawlog" append -size 1024 -warmup "$WARMUP" -duration "$DURATION") ;;
+  1KiB-5000rps) r=$("$BIN/rawlog" append -size 1024 -rate 5000 -warmup "$WARMUP" -duration "$DURATION") ;;
+  consume) r=$("$BIN/rawlog" serve -mb 1024 -rounds 2); w=consume-1cl ;;
+  *) return 0 ;;
+  esac
+  emit raw "$w" "$rnd" "$r"
+}
+
 for round in $(seq "$ROUNDS"); do
-  for server in $SERVERS; do
-    run "$server" "1KiB-1p"        1024 1 300000 0
-    run "$server" "1KiB-8p"        1024 8 300000 0
-    run "$server" "100B-1p"         100 1 1000000 0
-    run "$server" "100B-8p"         100 8 1000000 0
-    run "$server" "1KiB-5000rps"   1024 1 50000 5000
+  echo "round $round: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  for w in $WORKLOADS; do
+    for server in $SERVERS; do
+      if [ "$server" = raw ]; then run_raw "$w" "$round"; else run_broker "$server" "$w" "$round"; fi
+    done
   done
 done
-python3 - "$OUT" <<'PY'
-import json,sys,collections
-rows=[json.loads(l) for l in open(sys.argv[1])]
-agg=collections.defaultdict(list)
-for r in rows: agg[(r["workload"],r["server"])].append(r)
-def med(xs):
-    xs=sorted(x for x in xs if x is not None); return xs[len(xs)//2] if xs else float('nan')
-print(f'{"workload":14} {"server":14} {"prod MiB/s":>10} {"MiB/CPU-s":>9} {"p50 ms":>7} {"p99 ms":>7} {"cons MiB/s":>10} {"RSS MiB":>8}')
-for (w,s),rs in sorted(agg.items()):
-    print(f'{w:14} {s:14} {med([r["produce_mib_s"] for r in rs]):10.1f} {med([r["mib_per_cpu_s"] for r in rs]):9.1f} '
-          f'{med([r["p50_ms"] for r in rs]):7.2f} {med([r["p99_ms"] for r in rs]):7.2f} {med([r["consume_mib_s"] for r in rs]):10.1f} '
-          f'{med([r["peak_rss_mib"] for r in rs]):8.1f}')
-print()
-for a,b in (("gregor","kfake"),("gregor-nofsync","kfake"),("gregor","kfake-sync")):
-    for w in sorted({k[0] for k in agg}):
-        g,k=agg.get((w,a)),agg.get((w,b))
-        if g and k:
-            print(f'{w:14} {a+"/"+b:26} produce {med([r["produce_mib_s"] for r in g])/med([r["produce_mib_s"] for r in k]):.2f}x'
-                  f'  consume {med([r["consume_mib_s"] for r in g])/med([r["consume_mib_s"] for r in k]):.2f}x')
-PY
+echo "done: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+python3 scripts/bench-summary.py "$OUT"

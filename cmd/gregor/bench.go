@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,6 +34,16 @@ type benchResult struct {
 	LatencyP99Ms float64 `json:"latency_p99_ms,omitempty"`
 	LatencyP999  float64 `json:"latency_p999_ms,omitempty"`
 	LatencyMaxMs float64 `json:"latency_max_ms,omitempty"`
+	// Clients is how many clients produced or consumed at once.
+	Clients int `json:"clients"`
+	// The broker over the measured window, with --server-pid (its CPU
+	// time and the bytes it wrote to storage) and --server-metrics (its
+	// gregor_network_inflight_requests histogram).
+	ServerCPUSeconds      float64 `json:"server_cpu_s,omitempty"`
+	MiBPerServerCPUSecond float64 `json:"mib_per_server_cpu_s,omitempty"`
+	ServerWriteBytes      int64   `json:"server_write_bytes,omitempty"`
+	DiskBytesPerByte      float64 `json:"disk_bytes_per_byte,omitempty"`
+	InflightRequestsAvg   float64 `json:"inflight_requests_avg,omitempty"`
 }
 
 func benchCmd() *cobra.Command {
@@ -48,6 +57,12 @@ type benchFlags struct {
 	topic      string
 	partitions int32
 	output     string
+	clients    int
+	// serverPID and serverMetrics name the broker to measure, when it runs
+	// on this machine: /proc/<pid> for CPU and written bytes, a /metrics
+	// URL for gregor_network_inflight_requests.
+	serverPID     int
+	serverMetrics string
 }
 
 func (f *benchFlags) register(cmd *cobra.Command) {
@@ -55,7 +70,13 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.topic, "topic", "t", "gregor-bench", "topic")
 	cmd.Flags().Int32VarP(&f.partitions, "partitions", "p", 1, "partitions when the topic is created")
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "table or json")
+	cmd.Flags().IntVar(&f.clients, "clients", 1, "clients producing or consuming at once (each consumer reads the whole topic)")
+	cmd.Flags().IntVar(&f.serverPID, "server-pid", 0, "broker process on this machine: report its CPU seconds and bytes written to storage over the measured window")
+	cmd.Flags().StringVar(&f.serverMetrics, "server-metrics", "", "broker /metrics URL: report the requests in flight per connection (gregor_network_inflight_requests)")
 }
+
+// sample reads the broker named by the flags.
+func (f *benchFlags) sample() serverSample { return sampleServer(f.serverPID, f.serverMetrics) }
 
 func envOr(k, d string) string {
 	if v := os.Getenv(k); v != "" {
@@ -70,6 +91,7 @@ func benchProduceCmd() *cobra.Command {
 		size        int
 		records     int64
 		duration    time.Duration
+		warmup      time.Duration
 		rate        int
 		acks        string
 		compression string
@@ -85,14 +107,16 @@ func benchProduceCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return benchProduce(cmd, &f, append(opts, popts...), size, records, duration, rate)
+			run := produceRun{size: size, records: records, duration: duration, warmup: warmup, rate: rate, sample: f.sample}
+			return benchProduce(cmd, &f, append(opts, popts...), run)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().IntVar(&size, "record-size", 1024, "value bytes per record")
 	cmd.Flags().Int64VarP(&records, "records", "n", 0, "records to produce (0: run for --duration)")
-	cmd.Flags().DurationVarP(&duration, "duration", "d", 10*time.Second, "how long to run when --records is 0")
-	cmd.Flags().IntVar(&rate, "rate", 0, "records per second (0: unlimited)")
+	cmd.Flags().DurationVarP(&duration, "duration", "d", 10*time.Second, "how long to measure when --records is 0")
+	cmd.Flags().DurationVar(&warmup, "warmup", 0, "how long to produce before measuring when --records is 0")
+	cmd.Flags().IntVar(&rate, "rate", 0, "records per second over all clients (0: unlimited); latency counts from each record's scheduled send time")
 	cmd.Flags().StringVar(&acks, "acks", "all", "all, 1 or 0")
 	cmd.Flags().StringVar(&compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	cmd.Flags().IntVar(&lingerMs, "linger-ms", 0, "producer linger")
@@ -100,24 +124,25 @@ func benchProduceCmd() *cobra.Command {
 }
 
 // benchProduce creates the topic if needed and runs a produce benchmark
-// (runProduce) with a client made of opts.
-func benchProduce(cmd *cobra.Command, f *benchFlags, opts []kgo.Opt, size int, records int64, duration time.Duration, rate int) error {
+// (runProduce) with --clients clients made of opts.
+func benchProduce(cmd *cobra.Command, f *benchFlags, opts []kgo.Opt, run produceRun) error {
 	opts = append([]kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.DefaultProduceTopic(f.topic),
 		kgo.MaxBufferedRecords(1 << 16), kgo.AllowAutoTopicCreation()}, opts...)
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
-	if err := ensureBenchTopic(ctx, cl, f.topic, f.partitions); err != nil {
+	clients := make([]*kgo.Client, max(f.clients, 1))
+	for i := range clients {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		clients[i] = cl
+	}
+	if err := ensureBenchTopic(ctx, clients[0], f.topic, f.partitions); err != nil {
 		return err
 	}
-	res, err := runProduce(ctx, cl, size, records, duration, rate, cmd.ErrOrStderr())
-	if err != nil {
-		return err
-	}
+	res := runProduce(ctx, clients, run, cmd.ErrOrStderr())
 	res.Topic, res.Partitions = f.topic, f.partitions
 	return printBench(cmd.OutOrStdout(), f.output, res)
 }
@@ -151,78 +176,6 @@ func ensureBenchTopic(ctx context.Context, cl *kgo.Client, topic string, partiti
 	return nil
 }
 
-func runProduce(ctx context.Context, cl *kgo.Client, size int, records int64, duration time.Duration, rate int, progress io.Writer) (benchResult, error) {
-	value := make([]byte, size)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
-	var (
-		acked, errs atomic.Int64
-		latMu       sync.Mutex
-		lat         = make([]int64, 0, 1<<20)
-		wg          sync.WaitGroup
-		firstErr    atomic.Value
-	)
-	start := time.Now()
-	deadline := start.Add(duration)
-	stopProgress := startProgress(progress, start, func() (int64, int64) { n := acked.Load(); return n, n * int64(size) })
-	var interval time.Duration
-	if rate > 0 {
-		interval = time.Second / time.Duration(rate)
-	}
-	for i := int64(0); records == 0 || i < records; i++ {
-		if records == 0 && time.Now().After(deadline) {
-			break
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if interval > 0 {
-			if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
-				time.Sleep(d)
-			}
-		}
-		sent := time.Now()
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				if errs.Add(1) == 1 {
-					firstErr.Store(err)
-				}
-				return
-			}
-			d := time.Since(sent)
-			acked.Add(1)
-			latMu.Lock()
-			lat = append(lat, int64(d))
-			latMu.Unlock()
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start).Seconds()
-	stopProgress()
-	res := benchResult{Mode: "produce", RecordSize: size, Records: acked.Load(), Bytes: acked.Load() * int64(size),
-		Seconds: elapsed, Errors: errs.Load()}
-	res.RecordsPerS = float64(res.Records) / elapsed
-	res.MiBPerS = float64(res.Bytes) / elapsed / (1 << 20)
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
-	}
-	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyP999 = pct(0.50), pct(0.99), pct(0.999)
-	if len(lat) > 0 {
-		res.LatencyMaxMs = float64(lat[len(lat)-1]) / 1e6
-	}
-	if e, ok := firstErr.Load().(error); ok {
-		fmt.Fprintf(progress, "first produce error: %v\n", e)
-	}
-	return res, nil
-}
-
 func benchConsumeCmd() *cobra.Command {
 	var f benchFlags
 	var records int64
@@ -242,7 +195,8 @@ func benchConsumeCmd() *cobra.Command {
 }
 
 // benchConsume reads the topic from the start until records (or, with 0,
-// the end offsets listed at start) and reports the throughput.
+// the end offsets listed at start) with --clients clients, each reading
+// all of it, and reports their combined throughput.
 func benchConsume(cmd *cobra.Command, f *benchFlags, records int64, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
@@ -251,36 +205,58 @@ func benchConsume(cmd *cobra.Command, f *benchFlags, records int64, timeout time
 	if err != nil {
 		return err
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(f.topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
-	if err != nil {
-		return err
+	clients := make([]*kgo.Client, max(f.clients, 1))
+	for i := range clients {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(f.topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		clients[i] = cl
 	}
-	defer cl.Close()
 	var n, bytes atomic.Int64
+	var size atomic.Int64
+	from := f.sample()
 	start := time.Now()
 	stop := startProgress(cmd.ErrOrStderr(), start, func() (int64, int64) { return n.Load(), bytes.Load() })
-	size := 0
-	for n.Load() < target {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			break
-		}
-		fs.EachError(func(t string, p int32, err error) {
-			fmt.Fprintf(cmd.ErrOrStderr(), "fetch %s/%d: %v\n", t, p, err)
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			n.Add(1)
-			bytes.Add(int64(len(r.Value) + len(r.Key)))
-			size = len(r.Value)
-		})
+	var wg sync.WaitGroup
+	for _, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			consumeAll(ctx, cl, target, &n, &bytes, &size, cmd.ErrOrStderr())
+		}()
 	}
+	wg.Wait()
 	elapsed := time.Since(start).Seconds()
+	to := f.sample()
 	stop()
-	res := benchResult{Mode: "consume", Topic: f.topic, RecordSize: size, Records: n.Load(), Bytes: bytes.Load(), Seconds: elapsed}
+	res := benchResult{Mode: "consume", Topic: f.topic, RecordSize: int(size.Load()), Clients: len(clients),
+		Records: n.Load(), Bytes: bytes.Load(), Seconds: elapsed}
 	res.RecordsPerS = float64(res.Records) / elapsed
 	res.MiBPerS = float64(res.Bytes) / elapsed / (1 << 20)
+	res.window(from, to, res.Bytes)
 	return printBench(cmd.OutOrStdout(), f.output, res)
+}
+
+// consumeAll polls cl until it has read target records.
+func consumeAll(ctx context.Context, cl *kgo.Client, target int64, n, bytes, size *atomic.Int64, errs io.Writer) {
+	for got := int64(0); got < target; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			fmt.Fprintf(errs, "fetch %s/%d: %v\n", t, p, err)
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			n.Add(1)
+			bytes.Add(int64(len(r.Value) + len(r.Key)))
+			size.Store(int64(len(r.Value)))
+		})
+	}
 }
 
 // benchConsumeTarget is how many records to read: the sum of the topic's
@@ -344,6 +320,13 @@ func printBench(w io.Writer, format string, r benchResult) error {
 		r.Mode, r.Topic, r.Records, r.RecordSize, r.Seconds, r.RecordsPerS, r.MiBPerS, r.Errors)
 	if r.Mode == "produce" {
 		fmt.Fprintf(w, "latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n", r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyP999, r.LatencyMaxMs)
+	}
+	if r.ServerCPUSeconds > 0 {
+		fmt.Fprintf(w, "broker: %.2f CPU-s, %.0f MiB per CPU-s, %.2f bytes written to storage per byte\n",
+			r.ServerCPUSeconds, r.MiBPerServerCPUSecond, r.DiskBytesPerByte)
+	}
+	if r.InflightRequestsAvg > 0 {
+		fmt.Fprintf(w, "requests in flight per connection: %.2f on average\n", r.InflightRequestsAvg)
 	}
 	return nil
 }

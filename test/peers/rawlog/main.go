@@ -1,0 +1,444 @@
+// Command rawlog is the physical floor Gregor's benchmarks are compared
+// against on the same machine: the raw system calls of a log broker with
+// nothing else around them.
+//
+//	rawlog append [flags]   pipelined pwrite + group-committed fdatasync
+//	rawlog serve [flags]    a file sent to a reader over loopback TCP
+//
+// append has the shape of a produce benchmark against Gregor: a client
+// keeps up to -inflight requests outstanding (Gregor's
+// gregor.max.in.flight.requests.per.connection and kgo's five), each
+// carrying the records of -size bytes due since the last one (at most
+// -batch bytes, kgo's producer batch; as fast as possible without -rate),
+// as kgo's linger=0 producer sends whatever is buffered when a request slot
+// frees; each request is written to the end of one file with pwrite, and is
+// answered when an fdatasync that started after its write has returned. One
+// goroutine runs the fdatasyncs back to back, each covering every request
+// written before it began (Gregor's group commit), so the requests written
+// while one sync runs share the next. With -rate the requests are due on a
+// schedule and their latency counts from when they were due. It prints one
+// JSON line: throughput, latency, fdatasyncs per second, requests per
+// sync, its own CPU seconds and the bytes it wrote to storage per byte
+// (/proc/self/io write_bytes), over the -duration after -warmup.
+//
+// serve sends a -mb MiB file -rounds times to a reader process (this
+// program, re-executed) over loopback, with sendfile(2) or with pread and
+// write (-copy), -chunk bytes per call, and prints the throughput and the
+// MiB sent per CPU-second of the sender. On loopback the kernel charges
+// the receiving side's TCP processing to the sender, so this is the most
+// MiB per CPU-second any broker serving a local consumer can reach.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: rawlog append|serve|read [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "append":
+		err = appendCmd(os.Args[2:])
+	case "serve":
+		err = serveCmd(os.Args[2:])
+	case "read":
+		err = readCmd(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// cpuSeconds is this process's user and system CPU time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// writeBytes is /proc/self/io write_bytes.
+func writeBytes() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// appendLog is the file and its group commit.
+type appendLog struct {
+	f *os.File
+
+	mu      sync.Mutex
+	cond    sync.Cond
+	end     int64 // bytes written
+	durable int64 // bytes covered by a finished fdatasync
+	syncs   int64
+	stop    bool
+	exited  chan struct{}
+}
+
+// syncLoop runs fdatasyncs while there is something to sync: each covers
+// what was written before it began.
+func (l *appendLog) syncLoop() {
+	defer close(l.exited)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.stop {
+		for l.end == l.durable && !l.stop {
+			l.cond.Wait()
+		}
+		if l.stop {
+			return
+		}
+		target := l.end
+		l.mu.Unlock()
+		if err := syscall.Fdatasync(int(l.f.Fd())); err != nil {
+			panic(err)
+		}
+		l.mu.Lock()
+		l.durable = target
+		l.syncs++
+		l.cond.Broadcast()
+	}
+}
+
+type appendResult struct {
+	Mode             string  `json:"mode"`
+	Size             int     `json:"size"`
+	Batch            int     `json:"batch"`
+	Inflight         int     `json:"inflight"`
+	Rate             int     `json:"rate"`
+	Records          int64   `json:"records"`
+	MiBPerS          float64 `json:"mib_per_sec"`
+	SyncsPerS        float64 `json:"fdatasyncs_per_sec"`
+	RecordsPerSync   float64 `json:"records_per_sync"`
+	P50Ms            float64 `json:"latency_p50_ms"`
+	P99Ms            float64 `json:"latency_p99_ms"`
+	CPUSeconds       float64 `json:"cpu_s"`
+	MiBPerCPUSecond  float64 `json:"mib_per_cpu_s"`
+	DiskBytesPerByte float64 `json:"disk_bytes_per_byte"`
+}
+
+func appendCmd(args []string) error {
+	fs := flag.NewFlagSet("append", flag.ExitOnError)
+	dir := fs.String("dir", os.TempDir(), "directory for the file")
+	size := fs.Int("size", 1024, "bytes per record")
+	batch := fs.Int("batch", 1<<20, "most bytes per request (kgo's producer batch)")
+	inflight := fs.Int("inflight", 5, "requests outstanding at most")
+	rate := fs.Int("rate", 0, "records per second (0: as fast as they are answered)")
+	warmup := fs.Duration("warmup", 2*time.Second, "time before measuring")
+	duration := fs.Duration("duration", 8*time.Second, "time measured")
+	fs.Parse(args)
+
+	f, err := os.CreateTemp(*dir, "rawlog-*.log")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	l := &appendLog{f: f, exited: make(chan struct{})}
+	l.cond.L = &l.mu
+	go l.syncLoop()
+
+	perReq := max(*batch / *size, 1)
+	buf := make([]byte, perReq**size)
+	for i := range buf {
+		buf[i] = byte('a' + i%26)
+	}
+	start := time.Now()
+	t0, t1 := start.Add(*warmup), start.Add(*warmup+*duration)
+	var interval time.Duration
+	if *rate > 0 {
+		interval = time.Second / time.Duration(*rate)
+	}
+	due := func(i int64) time.Time { return start.Add(time.Duration(i) * interval) }
+	// A request carries the records first..first+n-1, as kgo's linger=0
+	// producer sends everything buffered whenever a request slot frees.
+	type req struct {
+		first, n int64
+		sent     time.Time
+		end      int64
+	}
+	var (
+		pending  []req // written, not yet answered, oldest first
+		lat      []int64
+		measured int64
+		done     bool
+	)
+	// The responder answers requests in order as fdatasyncs cover them,
+	// as a connection's writer does.
+	var answered sync.WaitGroup
+	answered.Add(1)
+	go func() {
+		defer answered.Done()
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for {
+			for len(pending) == 0 || l.durable < pending[0].end {
+				if done && len(pending) == 0 {
+					return
+				}
+				l.cond.Wait()
+			}
+			now := time.Now()
+			r := pending[0]
+			for i := r.first; i < r.first+r.n; i++ {
+				d := r.sent
+				if interval > 0 {
+					d = due(i)
+				}
+				if !d.Before(t0) && d.Before(t1) {
+					lat = append(lat, int64(now.Sub(d)))
+					measured++
+				}
+			}
+			pending = pending[1:]
+			l.cond.Broadcast()
+		}
+	}()
+	var cpu0, cpu1 float64
+	var wb0, wb1, syncs0, syncs1 int64
+	sampled := false
+	for next := int64(0); ; {
+		if interval > 0 {
+			time.Sleep(time.Until(due(next)))
+		}
+		l.mu.Lock()
+		for len(pending) == *inflight {
+			l.cond.Wait()
+		}
+		l.mu.Unlock()
+		now := time.Now()
+		if !sampled && !now.Before(t0) {
+			cpu0, wb0, sampled = cpuSeconds(), writeBytes(), true
+			l.mu.Lock()
+			syncs0 = l.syncs
+			l.mu.Unlock()
+		}
+		if !now.Before(t1) {
+			break
+		}
+		n := int64(perReq)
+		if interval > 0 {
+			n = min(n, int64(now.Sub(start)/interval)+1-next)
+		}
+		l.mu.Lock()
+		off := l.end
+		l.mu.Unlock()
+		if _, err := f.WriteAt(buf[:n*int64(*size)], off); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.end = off + n*int64(*size)
+		pending = append(pending, req{first: next, n: n, sent: now, end: l.end})
+		l.cond.Broadcast()
+		l.mu.Unlock()
+		next += n
+	}
+	cpu1, wb1 = cpuSeconds(), writeBytes()
+	l.mu.Lock()
+	syncs1 = l.syncs
+	done = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	answered.Wait()
+	l.mu.Lock()
+	l.stop = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	<-l.exited
+
+	secs := duration.Seconds()
+	bytes := float64(measured) * float64(*size)
+	res := appendResult{Mode: "append", Size: *size, Batch: *batch, Inflight: *inflight, Rate: *rate, Records: measured,
+		MiBPerS: bytes / (1 << 20) / secs, SyncsPerS: float64(syncs1-syncs0) / secs,
+		CPUSeconds: cpu1 - cpu0}
+	if syncs1 > syncs0 {
+		res.RecordsPerSync = float64(measured) / float64(syncs1-syncs0)
+	}
+	if res.CPUSeconds > 0 {
+		res.MiBPerCPUSecond = bytes / (1 << 20) / res.CPUSeconds
+	}
+	if bytes > 0 {
+		res.DiskBytesPerByte = float64(wb1-wb0) / bytes
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		res.P50Ms = float64(lat[len(lat)/2]) / 1e6
+		res.P99Ms = float64(lat[min(len(lat)-1, len(lat)*99/100)]) / 1e6
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+type serveResult struct {
+	Mode            string  `json:"mode"`
+	Chunk           int     `json:"chunk"`
+	MiB             int64   `json:"mib"`
+	MiBPerS         float64 `json:"mib_per_sec"`
+	CPUSeconds      float64 `json:"cpu_s"`
+	MiBPerCPUSecond float64 `json:"mib_per_cpu_s"`
+}
+
+func serveCmd(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	dir := fs.String("dir", os.TempDir(), "directory for the file")
+	mb := fs.Int("mb", 1024, "file size, MiB")
+	rounds := fs.Int("rounds", 4, "times the file is sent")
+	chunk := fs.Int("chunk", 1<<20, "bytes per sendfile or write")
+	copyMode := fs.Bool("copy", false, "pread into a buffer and write it instead of sendfile")
+	fs.Parse(args)
+
+	f, err := os.CreateTemp(*dir, "rawlog-*.data")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, *chunk)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	size := int64(*mb) << 20
+	for off := int64(0); off < size; off += int64(len(buf)) {
+		if _, err := f.WriteAt(buf[:min(int64(len(buf)), size-off)], off); err != nil {
+			return err
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	reader := exec.Command(self, "read", ln.Addr().String())
+	reader.Stderr = os.Stderr
+	if err := reader.Start(); err != nil {
+		return err
+	}
+	nc, err := ln.Accept()
+	if err != nil {
+		return err
+	}
+	tc := nc.(*net.TCPConn)
+	sock, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	fc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	cpu0, start := cpuSeconds(), time.Now()
+	for range *rounds {
+		for off := int64(0); off < size; off += int64(*chunk) {
+			n := int(min(int64(*chunk), size-off))
+			if *copyMode {
+				if _, err := f.ReadAt(buf[:n], off); err != nil {
+					return err
+				}
+				if _, err := tc.Write(buf[:n]); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := sendfileAll(sock, fc, off, n); err != nil {
+				return err
+			}
+		}
+	}
+	tc.Close()
+	elapsed, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
+	if err := reader.Wait(); err != nil {
+		return fmt.Errorf("reader: %w", err)
+	}
+	sent := int64(*rounds) * int64(*mb)
+	mode := "sendfile"
+	if *copyMode {
+		mode = "copy"
+	}
+	return json.NewEncoder(os.Stdout).Encode(serveResult{Mode: mode, Chunk: *chunk, MiB: sent,
+		MiBPerS: float64(sent) / elapsed, CPUSeconds: cpu, MiBPerCPUSecond: float64(sent) / cpu})
+}
+
+// sendfileAll sends n bytes of the file from off with sendfile(2), waiting
+// in the poller while the socket is full.
+func sendfileAll(sock, file syscall.RawConn, off int64, n int) error {
+	var serr error
+	err := file.Control(func(ffd uintptr) {
+		sent := 0
+		werr := sock.Write(func(sfd uintptr) bool {
+			for sent < n {
+				pos := off + int64(sent)
+				m, err := syscall.Sendfile(int(sfd), int(ffd), &pos, n-sent)
+				if m > 0 {
+					sent += m
+				}
+				switch {
+				case err == syscall.EAGAIN:
+					return false
+				case err == syscall.EINTR:
+				case err != nil:
+					serr = err
+					return true
+				case m == 0:
+					serr = fmt.Errorf("sendfile: file ended at %d", pos)
+					return true
+				}
+			}
+			return true
+		})
+		if serr == nil {
+			serr = werr
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// readCmd reads from addr until the sender closes, in its own process so
+// that its CPU time is not the sender's.
+func readCmd(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: rawlog read ADDR")
+	}
+	nc, err := net.Dial("tcp", args[0])
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := nc.Read(buf); err != nil {
+			return nil
+		}
+	}
+}
