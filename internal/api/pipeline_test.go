@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
@@ -325,4 +327,58 @@ func TestFsyncFailureInTheMiddleOfAPipeline(t *testing.T) {
 	if err := l.Failed(); !errors.Is(err, vfs.ErrInjected) {
 		t.Fatalf("log failure %v, want the injected fsync error", err)
 	}
+}
+
+// franz-go's idempotent producer (the default) keeps up to five produce
+// requests in flight per broker once the first is answered (kgo's sink.go
+// firstRespCheck); Gregor reads them while earlier ones wait for their
+// fsync, which gregor_network_inflight_requests shows.
+func TestKgoPipelinesProduceRequests(t *testing.T) {
+	f := newLogAPI(t)
+	f.createTopic("kgo", 1, nil)
+	cl := f.b.Client(kgo.DefaultProduceTopic("kgo"), kgo.ProducerBatchMaxBytes(16<<10))
+	value := make([]byte, 1024)
+	var recs []*kgo.Record
+	for range 4000 {
+		recs = append(recs, &kgo.Record{Value: value})
+	}
+	if err := cl.ProduceSync(f.ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	one, all := f.inflightObservations()
+	t.Logf("%v of %v requests arrived with others of their connection in flight", all-one, all)
+	if all-one < 1 {
+		t.Fatalf("no request arrived while another of its connection was in flight (%v requests)", all)
+	}
+}
+
+// inflightObservations reads gregor_network_inflight_requests: how many
+// requests arrived alone on their connection (le="1") and in all.
+func (f *logAPI) inflightObservations() (alone, all float64) {
+	f.t.Helper()
+	resp, err := http.Get("http://" + f.b.AdminAddr().String() + "/metrics")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		var into *float64
+		switch {
+		case strings.HasPrefix(line, `gregor_network_inflight_requests_bucket{`) && strings.Contains(line, `le="1"`):
+			into = &alone
+		case strings.HasPrefix(line, `gregor_network_inflight_requests_count`):
+			into = &all
+		default:
+			continue
+		}
+		var n float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &n); err == nil {
+			*into += n
+		}
+	}
+	return alone, all
 }
