@@ -42,6 +42,10 @@ ROUNDS="${1:-3}"
 SERVERS="${SERVERS:-gregor kfake gregor-nofsync kfake-sync raw}"
 WORKLOADS="${WORKLOADS:-1KiB-1p 1KiB-8p 100B-1p 100B-8p 1KiB-8p-8cl 1KiB-5000rps consume}"
 OUT="${OUT:-/tmp/gregor-bench.jsonl}"
+# Fixed ports below the kernel's ephemeral range (32768-60999 on Linux), so
+# no outgoing connection of another process can hold them.
+PORT="${PORT:-29392}"
+ADMIN_PORT="${ADMIN_PORT:-29944}"
 WARMUP="${WARMUP:-2s}"
 DURATION="${DURATION:-8s}"
 BIN="$(mktemp -d)"
@@ -59,17 +63,17 @@ start_server() { # name datadir; sets SERVER_PID and METRICS
   gregor|gregor-nofsync)
     local fsync=true
     [ "$name" = gregor-nofsync ] && fsync=false
-    "$BIN/gregor" serve --data-dir "$dir" --listen 127.0.0.1:39092 --admin-listen 127.0.0.1:39644 \
+    "$BIN/gregor" serve --data-dir "$dir" --listen 127.0.0.1:$PORT --admin-listen 127.0.0.1:$ADMIN_PORT \
       --set gregor.ack.fsync=$fsync --log-format json --log-level warn >"$dir.log" 2>&1 &
-    METRICS=http://127.0.0.1:39644/metrics
+    METRICS=http://127.0.0.1:$ADMIN_PORT/metrics
     ;;
-  kfake) "$BIN/kfake" -port 39092 -data "$dir" >"$dir.log" 2>&1 & ;;
-  kfake-sync) "$BIN/kfake" -port 39092 -data "$dir" -sync >"$dir.log" 2>&1 & ;;
+  kfake) "$BIN/kfake" -port "$PORT" -data "$dir" >"$dir.log" 2>&1 & ;;
+  kfake-sync) "$BIN/kfake" -port "$PORT" -data "$dir" -sync >"$dir.log" 2>&1 & ;;
   *) echo "unknown server $name" >&2; exit 2 ;;
   esac
   SERVER_PID=$!
   for _ in $(seq 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/39092) 2>/dev/null && return 0
+    (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return 0
     sleep 0.1
   done
   echo "server $name did not start" >&2; cat "$dir.log" >&2; exit 1
@@ -104,10 +108,10 @@ run_broker() { # server workload round
   local name=$1 w=$2 rnd=$3
   local dir; dir=$(mktemp -d /tmp/bench-$name-XXXX)
   start_server "$name" "$dir"
-  local common=(-b 127.0.0.1:39092 -o json --server-pid "$SERVER_PID")
+  local common=(-b 127.0.0.1:$PORT -o json --server-pid "$SERVER_PID")
   [ -n "$METRICS" ] && common+=(--server-metrics "$METRICS")
   if [ "$w" = consume ]; then
-    "$BIN/gregor" bench produce -b 127.0.0.1:39092 -t bench -p 1 --record-size 1024 -n 1000000 -o json >/dev/null 2>&1
+    "$BIN/gregor" bench produce -b 127.0.0.1:$PORT -t bench -p 1 --record-size 1024 -n 1000000 -o json >/dev/null 2>&1
     local c1 c4
     c1=$("$BIN/gregor" bench consume -t bench --clients 1 "${common[@]}" 2>/dev/null)
     c4=$("$BIN/gregor" bench consume -t bench --clients 4 "${common[@]}" 2>/dev/null)
