@@ -209,9 +209,11 @@ func TestTCPFailoverDefaultTiming(t *testing.T) {
 	t.Logf("%d kills: new leader after min %v median %v max %v; first commit after min %v median %v max %v",
 		kills, elect[0], elect[len(elect)/2], elect[len(elect)-1], commit[0], commit[len(commit)/2], commit[len(commit)-1])
 	// The 3 s p99 budget is checked over thousands of seeds in the
-	// simulator (TestSimFailoverTime); a handful of real kills can only
-	// check the typical case without flaking on a split vote.
-	if m := commit[len(commit)/2]; m > 3*time.Second {
+	// simulator (TestSimFailoverTime). Two real kills are too few for a
+	// median: one split vote (an election timeout of up to 2 s more) or a
+	// loaded CI box under -race makes it the max, so only the 20-kill run
+	// checks the typical case.
+	if m := commit[len(commit)/2]; kills >= 20 && m > 3*time.Second {
 		t.Errorf("median failover %v, over 3 s", m)
 	}
 }
