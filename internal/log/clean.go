@@ -162,13 +162,8 @@ func (l *Log) NewCleanedSegment(base int64, bufSize int) (*CleanedSegment, error
 		return nil, l.ioErr(err)
 	}
 	maxIndex := max(int(cfg.SegmentIndexBytes), timeEntrySize)
-	if err = openIndex(&s.index.index, l.fs, s.path(IndexSuffix+CleanedSuffix), base, offsetEntrySize, maxIndex, true); err == nil {
-		err = openIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix+CleanedSuffix), base, timeEntrySize, maxIndex, true)
-	}
-	if err != nil {
-		w.Abort()
-		return nil, l.ioErr(err)
-	}
+	initIndex(&s.index.index, l.fs, s.path(IndexSuffix+CleanedSuffix), base, offsetEntrySize, maxIndex)
+	initIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix+CleanedSuffix), base, timeEntrySize, maxIndex)
 	return w, nil
 }
 
@@ -232,10 +227,16 @@ func (w *CleanedSegment) finish() error {
 	}
 	s := w.seg
 	s.size.Store(w.size)
-	if err := w.l.sealSegment(s); err != nil {
+	idx, err := w.l.sealSegment(s)
+	if err != nil {
 		return w.l.ioErr(err)
 	}
-	for _, f := range [3]vfs.File{s.file, s.index.file, s.timeIndex.file} {
+	defer func() {
+		for _, f := range idx {
+			f.Close()
+		}
+	}()
+	for _, f := range append([]vfs.File{s.file}, idx...) {
 		if err := f.Sync(); err != nil {
 			// A failed fsync fails the dir, even of a file about to be
 			// thrown away: the disk is no longer trusted.

@@ -22,12 +22,20 @@ type EpochEntry struct {
 
 // epochCache is Kafka's LeaderEpochFileCache: the start offset of every
 // leader epoch the log holds records of, in increasing epoch and offset
-// order, persisted as leader-epoch-checkpoint (version 0) after each change.
+// order, persisted as leader-epoch-checkpoint (version 0). A new epoch
+// (assign) is written by the log's next sync, before the recovery point can
+// pass its start offset (dirty until then); truncations rewrite the file at
+// once. writeMu serialises writes of the file and is taken before mu; mu is
+// not held while the file is written, so an append that assigns an epoch
+// never waits for an fsync.
 type epochCache struct {
+	writeMu sync.Mutex
 	mu      sync.RWMutex
 	fs      vfs.FS
 	path    string
 	entries []EpochEntry
+	dirty   bool   // entries changed since the file was last written
+	gen     uint64 // counts changes, so a write knows whether it saw the last
 }
 
 func loadEpochCache(fs vfs.FS, dir string) (*epochCache, error) {
@@ -56,26 +64,90 @@ func loadEpochCache(fs vfs.FS, dir string) (*epochCache, error) {
 	return c, nil
 }
 
-func (c *epochCache) flushLocked() error {
+func (c *epochCache) encodeLocked() []byte {
 	lines := make([]string, len(c.entries))
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return vfs.WriteCheckpoint(c.fs, c.path, 0, lines)
+	return vfs.EncodeCheckpoint(0, lines)
+}
+
+// changedLocked notes a change of the entries. c.mu is held.
+func (c *epochCache) changedLocked() {
+	c.dirty = true
+	c.gen++
+}
+
+// isDirty reports whether entries are waiting to be written.
+func (c *epochCache) isDirty() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.dirty
+}
+
+// writeIfDirty writes the file if entries changed since it was last
+// written, and reports whether it did. With durable its contents are fsynced
+// before the rename, and with syncDir the directory after; without durable
+// nothing is synced (Close of a log whose epochs no durable record needs).
+func (c *epochCache) writeIfDirty(durable, syncDir bool) (bool, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.mu.RLock()
+	if !c.dirty {
+		c.mu.RUnlock()
+		return false, nil
+	}
+	data, gen := c.encodeLocked(), c.gen
+	c.mu.RUnlock()
+	if durable {
+		if err := vfs.WriteFileSynced(c.fs, c.path, data); err != nil {
+			return false, err
+		}
+		if syncDir {
+			if err := c.fs.SyncDir(filepath.Dir(c.path)); err != nil {
+				return false, err
+			}
+		}
+	} else {
+		f, err := vfs.WriteFileUnsynced(c.fs, c.path, data)
+		if err != nil {
+			return false, err
+		}
+		f.Close()
+	}
+	c.mu.Lock()
+	if c.gen == gen {
+		c.dirty = false
+	}
+	c.mu.Unlock()
+	return true, nil
+}
+
+// settle ends a truncation: with persist the file is rewritten durably at
+// once; without, the cache stays dirty for the next sync (the load of a log
+// drops entries no record of which is left, which a crash before the next
+// sync only makes it drop again).
+func (c *epochCache) settle(changed, persist bool) error {
+	if !changed || !persist {
+		return nil
+	}
+	_, err := c.writeIfDirty(true, true)
+	return err
 }
 
 // assign records that epoch starts at offset, if it is newer than the latest
-// epoch. It reports whether the cache changed (and was written).
-func (c *epochCache) assign(epoch int32, offset int64, persist bool) (bool, error) {
+// epoch, and reports whether the cache changed. The change is written by the
+// log's next sync (the cache is dirty until then).
+func (c *epochCache) assign(epoch int32, offset int64) bool {
 	if epoch < 0 {
-		return false, nil
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := len(c.entries); n > 0 {
 		last := c.entries[n-1]
 		if epoch <= last.Epoch {
-			return false, nil
+			return false
 		}
 		if offset < last.StartOffset {
 			// A newer epoch cannot start below an older one: drop the stale tail.
@@ -85,32 +157,31 @@ func (c *epochCache) assign(epoch int32, offset int64, persist bool) (bool, erro
 		}
 	}
 	c.entries = append(c.entries, EpochEntry{epoch, offset})
-	if !persist {
-		return true, nil
-	}
-	return true, c.flushLocked()
+	c.changedLocked()
+	return true
 }
 
-// truncateFromEnd removes epochs starting at or after endOffset.
-func (c *epochCache) truncateFromEnd(endOffset int64) error {
+// truncateFromEnd removes epochs starting at or after endOffset; persist
+// as for settle.
+func (c *epochCache) truncateFromEnd(endOffset int64, persist bool) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	n := len(c.entries)
 	for n > 0 && c.entries[n-1].StartOffset >= endOffset {
 		n--
 	}
-	if n == len(c.entries) {
-		return nil
+	changed := n != len(c.entries)
+	if changed {
+		c.entries = c.entries[:n]
+		c.changedLocked()
 	}
-	c.entries = c.entries[:n]
-	return c.flushLocked()
+	c.mu.Unlock()
+	return c.settle(changed, persist)
 }
 
 // truncateFromStart drops epochs wholly below startOffset and moves the first
-// remaining epoch's start up to it.
-func (c *epochCache) truncateFromStart(startOffset int64) error {
+// remaining epoch's start up to it; persist as for settle.
+func (c *epochCache) truncateFromStart(startOffset int64, persist bool) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	i := 0
 	for i+1 < len(c.entries) && c.entries[i+1].StartOffset <= startOffset {
 		i++
@@ -121,10 +192,11 @@ func (c *epochCache) truncateFromStart(startOffset int64) error {
 		c.entries[0].StartOffset = startOffset
 		changed = true
 	}
-	if !changed {
-		return nil
+	if changed {
+		c.changedLocked()
 	}
-	return c.flushLocked()
+	c.mu.Unlock()
+	return c.settle(changed, persist)
 }
 
 func (c *epochCache) latest() (EpochEntry, bool) {

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -24,31 +25,31 @@ type entry = [timeEntrySize]byte
 type keyFunc func(b []byte) int64
 
 // index is a segment's .index or .timeindex: fixed-size entries sorted by
-// their key. It is in one of two modes:
+// their key. It holds no open file. It is in one of two modes:
 //
 //   - In memory: the active segment's index (and one being rebuilt by
-//     recovery or written by the cleaner). The entries are in buf; new ones
-//     reach the file when it is trimmed (the segment rolls or the log
-//     closes), not one write per entry: an active segment's index is rebuilt
-//     after an unclean stop, and checked against the batches after a clean
-//     one. The file is extended to the configured maximum size (sparse) while
-//     the segment is active, as Kafka does.
-//   - On file: a closed segment's index. trim writes the entries out, cuts
-//     the file to them and drops buf; from then on the entries live only in
-//     the file (and the page cache), and lookups binary-search it with
-//     positioned reads through the process-wide window cache (index_window.go).
-//     What stays on the heap is the entry count and the last entry, so a
-//     log's memory does not grow with the data it holds. Truncation into a
-//     closed segment (it becomes the active segment again) loads the entries
-//     it keeps back into memory.
+//     recovery or written by the cleaner). The entries are in buf, and only
+//     there: the file is written when the segment is sealed (it rolls, or
+//     recovery or the cleaner finishes it) and when the log closes cleanly.
+//     Open never trusts an active segment's index file: it rebuilds the
+//     entries from the batches it walks anyway.
+//   - On file: a sealed segment's index. Its file holds exactly its entries;
+//     what stays on the heap is the entry count and the first and last
+//     entries, so a log's memory does not grow with the data it holds.
+//     Lookups binary-search the file with positioned reads through the
+//     process-wide window cache (index_window.go), opening the file by path
+//     for the lookup and closing it after. Truncation into a sealed segment
+//     (it becomes the active one again) reads the entries it keeps back into
+//     memory.
 //
 // Readers take mu for reading; the log's appender takes it to add entries
-// and to change modes. A lookup that cannot read the file (it was closed
-// after its segment was deleted, or the disk failed) answers as if the index
-// were empty: a scan from the segment's start, which the index only shortens.
+// and to change modes. A lookup that cannot read the file (it was renamed
+// away with its deleted segment, or the disk failed), or finds its entries
+// out of order, answers as if the index were empty: a scan from the
+// segment's start, which the index only shortens.
 type index struct {
 	mu         sync.RWMutex
-	file       vfs.File
+	fs         vfs.FS
 	path       string
 	base       int64
 	entrySize  int
@@ -56,13 +57,19 @@ type index struct {
 
 	inMemory bool
 	buf      []byte // in memory: the entries
-	flushed  int    // in memory: entries written to the file
 	scratch  entry  // the entry being added (mu held), so adding allocates nothing
 
-	n    int          // on file: entries in the file
-	last entry        // on file: entry n-1
-	id   uint64       // on file: names this file's contents in the window cache
-	hint atomic.Int64 // on file: the window of the last lookup, tried first
+	n           int          // on file: entries in the file
+	first, last entry        // on file: entries 0 and n-1
+	id          uint64       // on file: names this file's contents in the window cache
+	hint        atomic.Int64 // on file: the window of the last lookup, tried first
+	bad         atomic.Bool  // on file: entries found out of order; lookups ignore them
+}
+
+// initIndex makes x an empty index in memory for path.
+func initIndex(x *index, fs vfs.FS, path string, base int64, entrySize, maxBytes int) {
+	x.fs, x.path, x.base, x.entrySize, x.maxEntries = fs, path, base, entrySize, max(maxBytes/entrySize, 1)
+	x.inMemory = true
 }
 
 func (x *index) entries() int {
@@ -72,7 +79,7 @@ func (x *index) entries() int {
 	return x.n
 }
 
-// bytes is the size of the entries (what the trimmed file holds).
+// bytes is the size of the entries (what the sealed file holds).
 func (x *index) bytes() int64 {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -112,20 +119,6 @@ func (x *index) appendEntryLocked() error {
 	return nil
 }
 
-// flushLocked writes the entries not yet in the file. x.mu is held and x
-// is in memory.
-func (x *index) flushLocked() error {
-	if x.flushed >= x.entries() {
-		return nil
-	}
-	off := x.flushed * x.entrySize
-	if _, err := x.file.WriteAt(x.buf[off:], int64(off)); err != nil {
-		return err
-	}
-	x.flushed = x.entries()
-	return nil
-}
-
 // findLocked returns the number of the last entry whose key is <= target,
 // or -1, and copies that entry into e. x.mu is held.
 func (x *index) findLocked(target int64, key keyFunc, e *entry) (int, error) {
@@ -142,23 +135,44 @@ func (x *index) findLocked(target int64, key keyFunc, e *entry) (int, error) {
 	return i, nil
 }
 
-// readEntries fills p with entries from number first on. The file is read
-// as it is; x.mu is held.
-func (x *index) readEntries(p []byte, first int) error {
-	n, err := x.file.ReadAt(p, int64(first*x.entrySize))
+// indexReader reads an index file for the span of one operation: it opens
+// the file at its first read and closes it in close, so an index holds no
+// file between lookups.
+type indexReader struct {
+	x   *index
+	f   vfs.File
+	err error
+}
+
+// read fills p with entries from number first on.
+func (r *indexReader) read(p []byte, first int) error {
+	if r.f == nil && r.err == nil {
+		r.f, r.err = r.x.fs.Open(r.x.path)
+	}
+	if r.err != nil {
+		return r.err
+	}
+	n, err := r.f.ReadAt(p, int64(first*r.x.entrySize))
 	switch {
 	case n == len(p):
 		return nil
 	case err == nil || err == io.EOF:
-		return fmt.Errorf("%w: %s: entries %d.. past the end", ErrCorruptSegment, x.path, first)
+		return fmt.Errorf("%w: %s: entries %d.. past the end", ErrCorruptSegment, r.x.path, first)
 	}
 	return err
 }
 
+func (r *indexReader) close() {
+	if r.f != nil {
+		r.f.Close()
+		r.f = nil
+	}
+}
+
 // loadLocked brings an index on file back into memory with its first keep
-// entries (truncation makes its segment the active one, or recovery rebuilds
-// it), cutting the rest from the file. It does nothing to an index in memory.
-// x.mu is held.
+// entries (truncation makes its segment the active one again, or recovery
+// rebuilds it). The file is left as it is: it is rewritten when the segment
+// is sealed again. It does nothing to an index in memory. x.mu is held.
 func (x *index) loadLocked(keep int) error {
 	if x.inMemory {
 		return nil
@@ -166,17 +180,16 @@ func (x *index) loadLocked(keep int) error {
 	keep = min(keep, x.n)
 	buf := make([]byte, keep*x.entrySize, (keep+64)*x.entrySize)
 	if keep > 0 {
-		if err := x.readEntries(buf, 0); err != nil {
+		r := indexReader{x: x}
+		err := r.read(buf, 0)
+		r.close()
+		if err != nil {
 			return err
 		}
 	}
-	if keep < x.n {
-		if err := x.file.Truncate(int64(keep * x.entrySize)); err != nil {
-			return err
-		}
-	}
-	x.inMemory, x.buf, x.flushed = true, buf, keep
+	x.inMemory, x.buf = true, buf
 	x.n, x.id = 0, 0
+	x.bad.Store(false)
 	return nil
 }
 
@@ -191,43 +204,68 @@ func (x *index) truncateEntriesLocked(i int) error {
 	if !x.inMemory {
 		return x.loadLocked(i)
 	}
-	if i >= x.entries() {
-		return nil
+	if i < x.entries() {
+		x.buf = x.buf[:i*x.entrySize]
 	}
-	if i < x.flushed {
-		zero := make([]byte, (x.flushed-i)*x.entrySize)
-		if _, err := x.file.WriteAt(zero, int64(i*x.entrySize)); err != nil {
-			return err
-		}
-		x.flushed = i
-	}
-	x.buf = x.buf[:i*x.entrySize]
 	return nil
 }
 
-// trim writes out pending entries, shrinks the file to them and leaves the
-// index on file: its segment is closed (rolled, sealed by recovery or the
-// cleaner, or the log is closing). On an error the index stays as it was.
-func (x *index) trim() error {
+// seal writes the entries to the index file, replacing whatever it held,
+// and leaves the index on file: its segment is closed (rolled, rebuilt by
+// recovery, written by the cleaner, or the log is closing). It returns the
+// file, still open, for the caller to sync (or not) and close. On an error
+// the index stays as it was.
+func (x *index) seal() (vfs.File, error) { return x.sealOrKeep(false) }
+
+// sealOrKeep is seal; with keep, a file that already holds exactly the
+// entries is kept as it is and no file is returned (a log closing after a
+// start without appends finds its active segment's files current).
+func (x *index) sealOrKeep(keep bool) (vfs.File, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.inMemory {
-		// A closed segment's index that a crash left preallocated.
-		return x.file.Truncate(int64(x.n * x.entrySize))
+	if err := x.loadLocked(x.entries()); err != nil {
+		return nil, err
 	}
-	if err := x.flushLocked(); err != nil {
-		return err
+	var f vfs.File
+	if !keep || !x.fileHoldsLocked(x.buf) {
+		var err error
+		if f, err = x.fs.Create(x.path); err != nil {
+			return nil, err
+		}
+		if len(x.buf) > 0 {
+			if _, err := f.WriteAt(x.buf, 0); err != nil {
+				f.Close()
+				return nil, err
+			}
+		}
 	}
-	if err := x.file.Truncate(int64(len(x.buf))); err != nil {
-		return err
-	}
-	var last entry
 	n := x.entries()
-	x.lastEntryLocked(&last)
-	x.inMemory, x.buf, x.flushed = false, nil, 0
-	x.n, x.last, x.id = n, last, newIndexID()
+	x.n = n
+	if n > 0 {
+		copy(x.first[:], x.buf[:x.entrySize])
+		x.lastEntryLocked(&x.last)
+	}
+	x.inMemory, x.buf, x.id = false, nil, newIndexID()
 	x.hint.Store(0)
-	return nil
+	x.bad.Store(false)
+	return f, nil
+}
+
+// fileHoldsLocked reports whether x's file holds exactly b. x.mu is held.
+func (x *index) fileHoldsLocked(b []byte) bool {
+	f, err := x.fs.Open(x.path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if size, err := f.Size(); err != nil || size != int64(len(b)) {
+		return false
+	}
+	got := make([]byte, len(b))
+	if n, err := f.ReadAt(got, 0); n != len(b) || (err != nil && err != io.EOF) {
+		return false
+	}
+	return bytes.Equal(got, b)
 }
 
 // activate brings the index into memory: its segment is the active one.
@@ -235,17 +273,6 @@ func (x *index) activate() error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.loadLocked(x.entries())
-}
-
-// extend makes the index the active segment's: in memory, and the file its
-// maximum size again.
-func (x *index) extend() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := x.loadLocked(x.entries()); err != nil {
-		return err
-	}
-	return x.file.Truncate(int64(x.maxEntries * x.entrySize))
 }
 
 // eachEntry calls fn with every entry in order, reading an index on file in
@@ -260,10 +287,12 @@ func (x *index) eachEntry(fn func(i int, e []byte) error) error {
 		}
 		return nil
 	}
+	r := indexReader{x: x}
+	defer r.close()
 	chunk := make([]byte, min(x.n, indexScanChunk/es)*es)
 	for first := 0; first < x.n; {
 		k := min(x.n-first, len(chunk)/es)
-		if err := x.readEntries(chunk[:k*es], first); err != nil {
+		if err := r.read(chunk[:k*es], first); err != nil {
 			return err
 		}
 		for j := 0; j < k; j++ {
@@ -283,6 +312,33 @@ func relOffsetKey(b []byte) int64  { return int64(int32(binary.BigEndian.Uint32(
 func positionKey(b []byte) int64   { return int64(binary.BigEndian.Uint32(b[4:])) }
 func timestampKey(b []byte) int64  { return int64(binary.BigEndian.Uint64(b)) }
 func timeOffsetKey(b []byte) int64 { return relOffsetKey(b[8:]) }
+func positionOf(b []byte) int64    { return int64(binary.BigEndian.Uint32(b[4:])) }
+
+// inOrder reports whether entry e may follow entry prev (nil for the first)
+// in an index of this kind: offset index relative offsets strictly increase
+// and positions do not decrease; time index timestamps and offsets do not
+// decrease. No relative offset is negative.
+func (x *index) inOrder(prev, e []byte) bool {
+	if x.entrySize == offsetEntrySize {
+		off, pos := relOffsetKey(e), positionOf(e)
+		return off >= 0 && pos >= 0 && (prev == nil || (off > relOffsetKey(prev) && pos >= positionOf(prev)))
+	}
+	ts, off := timestampKey(e), timeOffsetKey(e)
+	return off >= 0 && (prev == nil || (ts >= timestampKey(prev) && off >= timeOffsetKey(prev)))
+}
+
+// checkOrder checks the entries from number first on in p, following prev
+// (nil if none), and returns a corruption error naming the first out of order.
+func (x *index) checkOrder(p []byte, first int, prev []byte) error {
+	es := x.entrySize
+	for i := 0; i+es <= len(p); i += es {
+		if !x.inOrder(prev, p[i:i+es]) {
+			return fmt.Errorf("%w: %s: entry %d out of order", ErrCorruptSegment, x.path, first+i/es)
+		}
+		prev = p[i : i+es]
+	}
+	return nil
+}
 
 // offsetIndex maps relative offsets to byte positions in the .log file.
 type offsetIndex struct{ index }
@@ -305,7 +361,7 @@ func (x *offsetIndex) lookup(target int64) (int64, int64) {
 	if err != nil || i < 0 {
 		return x.base, 0
 	}
-	return x.base + relOffsetKey(e[:]), int64(binary.BigEndian.Uint32(e[4:]))
+	return x.base + relOffsetKey(e[:]), positionOf(e[:])
 }
 
 // lookupPosition returns the entry with the largest position <= pos, if
@@ -347,21 +403,6 @@ func (x *index) truncateByKeyLocked(keep int64, key keyFunc) error {
 		return err
 	}
 	return x.truncateEntriesLocked(i + 1)
-}
-
-// check validates the entries: strictly increasing offsets above the base
-// and non-decreasing positions within the log size.
-func (x *offsetIndex) check(logSize int64) error {
-	var prevOff, prevPos int64 = -1, -1
-	return x.eachEntry(func(i int, e []byte) error {
-		off, pos := relOffsetKey(e), int64(binary.BigEndian.Uint32(e[4:]))
-		if off <= prevOff || pos < prevPos || pos >= logSize || (i > 0 && off == 0) {
-			return fmt.Errorf("%w: %s entry %d (offset %d, position %d) out of order or past the log",
-				ErrCorruptSegment, x.path, i, off, pos)
-		}
-		prevOff, prevPos = off, pos
-		return nil
-	})
 }
 
 // timeIndex maps timestamps to relative offsets: an entry (t, o) says a
@@ -415,82 +456,38 @@ func (x *timeIndex) truncateTo(offset int64) error {
 	return x.truncateByKeyLocked(offset-1-x.base, timeOffsetKey)
 }
 
-func (x *timeIndex) check() error {
-	var prevTS, prevOff int64 = -1 << 63, -1
-	return x.eachEntry(func(i int, e []byte) error {
-		ts, off := timestampKey(e), timeOffsetKey(e)
-		if ts < prevTS || off < prevOff || off < 0 {
-			return fmt.Errorf("%w: %s entry %d out of order", ErrCorruptSegment, x.path, i)
-		}
-		prevTS, prevOff = ts, off
-		return nil
-	})
-}
-
-// openIndex initialises x from path. With create it starts an empty file
-// extended to the maximum size, in memory; otherwise it opens the existing
-// file on file, counting its entries up to the all-zero tail of a
-// preallocated file.
-func openIndex(x *index, fs vfs.FS, path string, base int64, entrySize, maxBytes int, create bool) error {
-	x.path, x.base, x.entrySize, x.maxEntries = path, base, entrySize, maxBytes/entrySize
-	if create {
-		f, err := fs.Create(path)
-		if err != nil {
-			return err
-		}
-		x.file, x.inMemory = f, true
-		return x.extend()
-	}
-	f, err := fs.OpenReadWrite(path)
+// openIndexFile makes x the sealed index in path: it reads the file's size
+// and its first and last entries, and keeps no file open. A size that is not
+// a whole number of entries is ErrCorruptSegment (the caller rebuilds the
+// index from the log); so is a missing file (vfs.IsNotExist holds then).
+func openIndexFile(x *index, fs vfs.FS, path string, base int64, entrySize, maxBytes int) error {
+	initIndex(x, fs, path, base, entrySize, maxBytes)
+	x.inMemory = false
+	f, err := fs.Open(path)
 	if err != nil {
 		return err
 	}
-	x.file = f
+	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
 		return err
 	}
-	n, err := countEntries(x, int(size/int64(entrySize)))
-	if err != nil {
-		return err
+	if size%int64(entrySize) != 0 || size/int64(entrySize) > math.MaxInt32 {
+		return fmt.Errorf("%w: %s: %d bytes is not a whole number of %d-byte entries", ErrCorruptSegment, path, size, entrySize)
 	}
-	x.n, x.id = n, newIndexID()
+	n := int(size / int64(entrySize))
 	if n > 0 {
-		if err := x.readEntries(x.last[:entrySize], n-1); err != nil {
+		r := indexReader{x: x, f: f}
+		if err := r.read(x.first[:entrySize], 0); err != nil {
+			return err
+		}
+		if err := r.read(x.last[:entrySize], n-1); err != nil {
 			return err
 		}
 	}
+	x.n, x.id = n, newIndexID()
 	x.maxEntries = max(x.maxEntries, n)
 	return nil
-}
-
-// countEntries finds the entries among the first n slots of x's file: those
-// before its all-zero tail, read backwards in bounded chunks.
-func countEntries(x *index, n int) (int, error) {
-	es := x.entrySize
-	chunk := make([]byte, min(n, indexScanChunk/es)*es)
-	for n > 0 {
-		k := min(n, len(chunk)/es)
-		if err := x.readEntries(chunk[:k*es], n-k); err != nil {
-			return 0, err
-		}
-		for j := k; j > 0; j-- {
-			if !isZero(chunk[(j-1)*es : j*es]) {
-				return n - k + j, nil
-			}
-		}
-		n -= k
-	}
-	return 0, nil
-}
-
-func isZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // appendEntryForce adds a time index entry even if the index is full (the

@@ -128,9 +128,7 @@ func checkOffsetIndexModes(t *rapid.T, fs *vfs.MemFS) {
 	m := drawIndexModel(t, false)
 	const path = "/x.index"
 	var x offsetIndex
-	if err := openIndex(&x.index, fs, path, m.base, offsetEntrySize, 1<<20, true); err != nil {
-		t.Fatal(err)
-	}
+	initIndex(&x.index, fs, path, m.base, offsetEntrySize, 1<<20)
 	for i := range m.keys {
 		if err := x.add(m.base+m.keys[i], m.vals[i]); err != nil {
 			t.Fatal(err)
@@ -161,17 +159,17 @@ func checkOffsetIndexModes(t *rapid.T, fs *vfs.MemFS) {
 		}
 	}
 	check(&x, "in memory")
-	if err := x.trim(); err != nil {
+	if err := sealIndex(&x.index); err != nil {
 		t.Fatal(err)
 	}
 	assertOnFile(t, &x.index, fs, path, len(m.keys))
 	check(&x, "trimmed")
 
 	var y offsetIndex
-	if err := openIndex(&y.index, fs, path, m.base, offsetEntrySize, 1<<20, false); err != nil {
+	if err := openIndexFile(&y.index, fs, path, m.base, offsetEntrySize, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if err := y.check(math.MaxInt64); err != nil {
+	if err := checkAllEntries(&y.index); err != nil {
 		t.Fatal(err)
 	}
 	check(&y, "reopened")
@@ -185,7 +183,6 @@ func checkOffsetIndexModes(t *rapid.T, fs *vfs.MemFS) {
 // trims it, calling check after each step.
 func truncateThenTrim(t *rapid.T, y interface {
 	truncateTo(int64) error
-	trim() error
 }, ix *index, m *indexModel, cut int64, byKey bool, check func(what string)) {
 	t.Helper()
 	if err := y.truncateTo(cut); err != nil {
@@ -196,7 +193,7 @@ func truncateThenTrim(t *rapid.T, y interface {
 		t.Fatalf("after truncateTo(%d): in memory %v with %d entries, want %d", cut, ix.inMemory, ix.entries(), len(m.keys))
 	}
 	check("truncated")
-	if err := y.trim(); err != nil {
+	if err := sealIndex(ix); err != nil {
 		t.Fatal(err)
 	}
 	check("truncated and trimmed")
@@ -213,9 +210,7 @@ func checkTimeIndexModes(t *rapid.T, fs *vfs.MemFS) {
 	m := drawIndexModel(t, true)
 	const path = "/x.timeindex"
 	var x timeIndex
-	if err := openIndex(&x.index, fs, path, m.base, timeEntrySize, 1<<20, true); err != nil {
-		t.Fatal(err)
-	}
+	initIndex(&x.index, fs, path, m.base, timeEntrySize, 1<<20)
 	for i := range m.keys {
 		if err := x.add(m.keys[i], m.base+m.vals[i]); err != nil {
 			t.Fatal(err)
@@ -245,17 +240,17 @@ func checkTimeIndexModes(t *rapid.T, fs *vfs.MemFS) {
 		}
 	}
 	check(&x, "in memory")
-	if err := x.trim(); err != nil {
+	if err := sealIndex(&x.index); err != nil {
 		t.Fatal(err)
 	}
 	assertOnFile(t, &x.index, fs, path, len(m.keys))
 	check(&x, "trimmed")
 
 	var y timeIndex
-	if err := openIndex(&y.index, fs, path, m.base, timeEntrySize, 1<<20, false); err != nil {
+	if err := openIndexFile(&y.index, fs, path, m.base, timeEntrySize, 1<<20); err != nil {
 		t.Fatal(err)
 	}
-	if err := y.check(); err != nil {
+	if err := checkAllEntries(&y.index); err != nil {
 		t.Fatal(err)
 	}
 	check(&y, "reopened")
@@ -294,15 +289,13 @@ func TestIndexOnFileConcurrentLookups(t *testing.T) {
 	for k := range idx {
 		x := new(offsetIndex)
 		base := int64(k) * 1_000_000
-		if err := openIndex(&x.index, fs, fmt.Sprintf("/%d.index", k), base, offsetEntrySize, 1<<20, true); err != nil {
-			t.Fatal(err)
-		}
+		initIndex(&x.index, fs, fmt.Sprintf("/%d.index", k), base, offsetEntrySize, 1<<20)
 		for i := 0; i < entries; i++ {
 			if err := x.add(base+int64(3*i+1), int64(100*i)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := x.trim(); err != nil {
+		if err := sealIndex(&x.index); err != nil {
 			t.Fatal(err)
 		}
 		idx[k] = x
@@ -333,25 +326,26 @@ func TestIndexOnFileConcurrentLookups(t *testing.T) {
 	wg.Wait()
 }
 
-// TestIndexOnFileUnreadable: a lookup in an index whose file is closed (its
-// segment was deleted while a reader held it) answers "scan from the start".
+// TestIndexOnFileUnreadable: a lookup in an index whose file is gone (its
+// segment was deleted, its files renamed, while a reader held it) answers
+// "scan from the start".
 func TestIndexOnFileUnreadable(t *testing.T) {
 	fs := vfs.NewMem()
 	var x offsetIndex
-	if err := openIndex(&x.index, fs, "/c.index", 0, offsetEntrySize, 1<<20, true); err != nil {
-		t.Fatal(err)
-	}
+	initIndex(&x.index, fs, "/c.index", 0, offsetEntrySize, 1<<20)
 	for i := 1; i <= 2000; i++ {
 		if err := x.add(int64(i), int64(i*10)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := x.trim(); err != nil {
+	if err := sealIndex(&x.index); err != nil {
 		t.Fatal(err)
 	}
-	x.file.Close()
+	if err := fs.Rename("/c.index", "/c.index.deleted"); err != nil {
+		t.Fatal(err)
+	}
 	if off, pos := x.lookup(1000); off != 0 || pos != 0 {
-		t.Fatalf("lookup on a closed file = (%d, %d), want (0, 0)", off, pos)
+		t.Fatalf("lookup on a renamed file = (%d, %d), want (0, 0)", off, pos)
 	}
 	// The last entry is known without reading.
 	if got := x.lastOffset(); got != 2000 {
@@ -367,15 +361,13 @@ func TestIndexOnFileReads(t *testing.T) {
 	fs := vfs.NewInjecting(vfs.NewMem(), reads)
 	const entries = 100_000
 	var x offsetIndex
-	if err := openIndex(&x.index, fs, "/r.index", 0, offsetEntrySize, 1<<20, true); err != nil {
-		t.Fatal(err)
-	}
+	initIndex(&x.index, fs, "/r.index", 0, offsetEntrySize, 1<<20)
 	for i := 0; i < entries; i++ {
 		if err := x.add(int64(2*i+1), int64(10*i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := x.trim(); err != nil {
+	if err := sealIndex(&x.index); err != nil {
 		t.Fatal(err)
 	}
 	windows := int64((entries + x.perWindow() - 1) / x.perWindow())
@@ -403,4 +395,25 @@ func TestIndexOnFileReads(t *testing.T) {
 	if n := reads.Count() - start; n > lookups*perLookup {
 		t.Fatalf("%d scattered lookups made %d reads, want at most %d each", lookups, n, perLookup)
 	}
+}
+
+// sealIndex seals x and closes its file.
+func sealIndex(x *index) error {
+	f, err := x.seal()
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// checkAllEntries checks every entry of x is in order.
+func checkAllEntries(x *index) error {
+	var prev []byte
+	return x.eachEntry(func(i int, e []byte) error {
+		if !x.inOrder(prev, e) {
+			return fmt.Errorf("%s: entry %d out of order", x.path, i)
+		}
+		prev = append(prev[:0], e...)
+		return nil
+	})
 }

@@ -76,9 +76,10 @@ func (w *indexWindow) find(target int64, key keyFunc, es int, force bool) (int, 
 
 func (x *index) perWindow() int { return max(indexWindowBytes/x.entrySize, 1) }
 
-// windowLocked returns window k of x's file, from the cache or read and
-// cached. x.mu is held for reading and x is on file.
-func (x *index) windowLocked(k int) (*indexWindow, error) {
+// windowLocked returns window k of x's file, from the cache or read through
+// r, checked and cached. x.mu is held for reading and x is on file. A window
+// whose entries are out of order marks the index bad (see index).
+func (x *index) windowLocked(k int, r *indexReader) (*indexWindow, error) {
 	if w := cachedWindow(x.id, k); w != nil {
 		return w, nil
 	}
@@ -91,7 +92,11 @@ func (x *index) windowLocked(k int) (*indexWindow, error) {
 		read++
 	}
 	w := &indexWindow{id: x.id, k: k, first: first, m: m, next: next, data: make([]byte, read*x.entrySize)}
-	if err := x.readEntries(w.data, first); err != nil {
+	if err := r.read(w.data, first); err != nil {
+		return nil, err
+	}
+	if err := x.checkOrder(w.data, first, nil); err != nil {
+		x.bad.Store(true)
 		return nil, err
 	}
 	windowSlot(x.id, k).Store(w)
@@ -99,21 +104,22 @@ func (x *index) windowLocked(k int) (*indexWindow, error) {
 }
 
 // firstKeyLocked is the key of window k's first entry, from the cache or one
-// positioned read.
-func (x *index) firstKeyLocked(k int, key keyFunc) (int64, error) {
+// positioned read through r.
+func (x *index) firstKeyLocked(k int, key keyFunc, r *indexReader) (int64, error) {
 	if w := cachedWindow(x.id, k); w != nil {
 		return key(w.data), nil
 	}
 	var e entry
-	if err := x.readEntries(e[:x.entrySize], k*x.perWindow()); err != nil {
+	if err := r.read(e[:x.entrySize], k*x.perWindow()); err != nil {
 		return 0, err
 	}
 	return key(e[:]), nil
 }
 
-// findOnFileLocked is findLocked for an index on file.
+// findOnFileLocked is findLocked for an index on file. The file is opened
+// only if the answer is not in the cache, and closed before it returns.
 func (x *index) findOnFileLocked(target int64, key keyFunc, e *entry) (int, error) {
-	if x.n == 0 {
+	if x.n == 0 || x.bad.Load() {
 		return -1, nil
 	}
 	if key(x.last[:]) <= target {
@@ -148,9 +154,11 @@ func (x *index) findOnFileLocked(target int64, key keyFunc, e *entry) (int, erro
 			}
 		}
 	}
+	r := indexReader{x: x}
+	defer r.close()
 	// A reader moving forward needs the next window: try it before searching.
 	if lo > 0 && lo < hi {
-		w, err := x.windowLocked(lo)
+		w, err := x.windowLocked(lo, &r)
 		if err != nil {
 			return -1, err
 		}
@@ -162,7 +170,7 @@ func (x *index) findOnFileLocked(target int64, key keyFunc, e *entry) (int, erro
 	lo = max(min(lo, hi-1), 0) // only a damaged file gets lo to hi
 	for hi-lo > 1 {
 		mid := int(uint(lo+hi) >> 1)
-		k, err := x.firstKeyLocked(mid, key)
+		k, err := x.firstKeyLocked(mid, key, &r)
 		if err != nil {
 			return -1, err
 		}
@@ -172,7 +180,7 @@ func (x *index) findOnFileLocked(target int64, key keyFunc, e *entry) (int, erro
 			hi = mid
 		}
 	}
-	w, err := x.windowLocked(lo)
+	w, err := x.windowLocked(lo, &r)
 	if err != nil {
 		return -1, err
 	}

@@ -82,6 +82,14 @@ type Options struct {
 	HighWatermark  int64
 	// CleanShutdown skips the rescan of segments above the recovery point.
 	CleanShutdown bool
+	// TopicID is what the partition.metadata file in Dir names, if the
+	// caller has read it (zero: none, or not read). AssignTopicID compares
+	// against it.
+	TopicID [16]byte
+	// ParentDurable: Dir exists and its entry in its parent is durable
+	// (logmgr syncs each log dir once before loading its logs), so the log
+	// never syncs its parent.
+	ParentDurable bool
 }
 
 // Origin says who appends.
@@ -126,11 +134,33 @@ type Log struct {
 	mu        sync.Mutex // appender and structural changes
 	producers *producerState
 	epochs    *epochCache
-	unsynced  []*segment // rolled segments whose files are not yet fsynced
-	dirDirty  bool       // directory entries created since the last dir sync
-	// Published from unsynced and dirDirty (see noteSyncStateLocked), for
+	unsynced  []*segment // rolled (sealed) segments whose .log is not yet fsynced
+	// pending are files written since the last sync whose contents must be
+	// durable before the recovery point passes what they describe: sealed
+	// segments' index files and producer snapshots. The next sync fsyncs
+	// and closes them.
+	pending  []vfs.File
+	dirDirty bool // directory entries created or removed since the last dir sync
+	// parentDirs are the directories whose entries Open changed by creating
+	// the log's directory (its parent, and theirs if Open made them too):
+	// synced by the first sync, so that a new log costs no fsync until it
+	// holds a record.
+	parentDirs []string
+	// topicID is what partition.metadata says; metaPending, if set, is its
+	// contents written by AssignTopicID without an fsync, rewritten
+	// durably by the next sync; metaSync: the next sync fsyncs the file as
+	// it is (Open could not tell whether a sync ever did).
+	topicID     [16]byte
+	metaPending []byte
+	metaSync    bool
+	// syncEpochs: Open changed the epoch cache from the batches it scanned
+	// (below the log end offset): the next sync must write it even if no
+	// record is appended.
+	syncEpochs bool
+	// Published from the fields above (see noteSyncStateLocked), for
 	// SyncTo's fast path and RecoveryPoint.
-	pendingSync      atomic.Bool  // unsynced or dirDirty is set
+	pendingSync      atomic.Bool  // something above waits for a sync
+	urgentSync       atomic.Bool  // unsynced, pending or syncEpochs is set (see NeedsSync)
 	unsyncedFrom     atomic.Int64 // base offset of the first unsynced rolled segment, MaxInt64 if none
 	unflushedRecords int64
 	lastFlush        int64
@@ -223,13 +253,27 @@ func (l *Log) clampHWLocked(hw int64) int64 {
 func (l *Log) RecoveryPoint() int64 { return min(l.durable.Load(), l.unsyncedFrom.Load()) }
 
 // noteSyncStateLocked publishes what is waiting for a sync. l.mu is held.
+// A dirty epoch cache is not counted: its new entries describe offsets at or
+// above what the last sync covered, and the next sync of a record writes it.
 func (l *Log) noteSyncStateLocked() {
 	from := int64(math.MaxInt64)
 	for _, s := range l.unsynced {
 		from = min(from, s.baseOffset)
 	}
 	l.unsyncedFrom.Store(from)
-	l.pendingSync.Store(len(l.unsynced) > 0 || l.dirDirty)
+	l.urgentSync.Store(len(l.unsynced) > 0 || len(l.pending) > 0 || l.syncEpochs)
+	l.pendingSync.Store(l.urgentSync.Load() || l.dirDirty || len(l.parentDirs) > 0 || l.metaPending != nil || l.metaSync)
+}
+
+// NeedsSync reports whether a sync has something to make durable that a
+// record or its recovery relies on now: records above the recovery point,
+// or files Open or a roll wrote (index files, snapshots, epochs). After
+// loading its logs logmgr syncs those that need it, all at once, before it
+// checkpoints their recovery points. (Directory entries and metadata a log
+// holding no unsynced record has not yet made durable wait for its next
+// record's sync.)
+func (l *Log) NeedsSync() bool {
+	return l.durable.Load() < l.leo.Load() || l.urgentSync.Load()
 }
 
 // LastStableOffset is min(first unstable offset, high watermark), raised to
@@ -403,9 +447,7 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) error {
 			return l.ioErr(err)
 		}
 	}
-	if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset, true); err != nil {
-		return l.ioErr(err)
-	}
+	l.epochs.assign(h.LeaderEpoch, h.BaseOffset)
 	pos := seg.size.Load()
 	if _, err := seg.file.WriteAt(batch, pos); err != nil {
 		// Drop whatever part was written, so that no stray bytes stay past
@@ -484,17 +526,27 @@ func (l *Log) shouldRoll(seg *segment, h *record.Header, size int, now int64) bo
 	return h.LastOffset()-seg.baseOffset > math.MaxInt32
 }
 
-// rollLocked closes the active segment and starts a new one at base.
+// rollLocked closes the active segment and starts a new one at base. The
+// sealed segment's index files and the producer snapshot at base are written
+// without an fsync: the next sync makes them durable, and until it has the
+// recovery point stays at or below the sealed segment's base offset.
 func (l *Log) rollLocked(base int64, now int64) (*segment, error) {
 	old := l.active()
-	if err := l.sealSegment(old); err != nil {
+	idx, err := l.sealSegment(old)
+	if err != nil {
 		return nil, err
 	}
+	// Until the roll is done old is still the active segment (its index,
+	// sealed, comes back into memory at its next entry); the index files
+	// written are synced all the same.
+	l.pending = append(l.pending, idx...)
+	l.dirDirty = true
+	l.noteSyncStateLocked()
 	seg, err := l.createSegment(base, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := vfs.WriteFileAtomic(l.fs, snapshotPath(l.dir, base), l.producers.encodeSnapshot()); err != nil {
+	if err := l.writePendingLocked(snapshotPath(l.dir, base), l.producers.encodeSnapshot()); err != nil {
 		seg.close()
 		return nil, err
 	}
@@ -507,35 +559,76 @@ func (l *Log) rollLocked(base int64, now int64) (*segment, error) {
 }
 
 // sealSegment is Kafka's onBecomeInactiveSegment: a last time index entry for
-// the segment's max timestamp, indexes trimmed to their entries, and a
-// preallocated .log file trimmed to its size.
-func (l *Log) sealSegment(s *segment) error {
+// the segment's max timestamp, the index files written with exactly their
+// entries, and a preallocated .log file trimmed to its size. It returns the
+// two index files, open and unsynced, for the caller to sync (or not) and
+// close; a caller holding l.mu marks the directory dirty (the files may be
+// new).
+func (l *Log) sealSegment(s *segment) ([]vfs.File, error) { return l.sealSegmentOrKeep(s, false) }
+
+// sealSegmentOrKeep is sealSegment; with keep, index files that already
+// hold exactly the entries are kept (and not returned).
+func (l *Log) sealSegmentOrKeep(s *segment, keep bool) ([]vfs.File, error) {
 	if err := s.trimLog(); err != nil {
-		return err
+		return nil, err
 	}
 	if ts, _, ok := s.timeIndex.last(); s.maxTimestamp >= 0 && (!ok || s.maxTimestamp > ts) {
 		if err := s.timeIndex.appendEntryForce(s.maxTimestamp, s.offsetOfMaxTimestamp); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := s.index.trim(); err != nil {
-		return err
+	var files []vfs.File
+	for _, x := range []*index{&s.index.index, &s.timeIndex.index} {
+		f, err := x.sealOrKeep(keep)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, err
+		}
+		if f != nil {
+			files = append(files, f)
+		}
 	}
-	return s.timeIndex.trim()
+	return files, nil
 }
 
-func (l *Log) createSegment(base int64, now int64) (*segment, error) {
+// writePendingLocked replaces path with data without an fsync; the next sync
+// makes it durable (see Log.pending).
+func (l *Log) writePendingLocked(path string, data []byte) error {
+	f, err := vfs.WriteFileUnsynced(l.fs, path, data)
+	if err != nil {
+		return err
+	}
+	l.pending = append(l.pending, f)
+	l.dirDirty = true
+	l.noteSyncStateLocked()
+	return nil
+}
+
+// newSegment is a segment at base with nothing read or written yet; its
+// indexes are empty, in memory.
+func (l *Log) newSegment(base int64, now int64) *segment {
 	cfg := l.config()
 	s := &segment{dir: l.dir, baseOffset: base, nextOffset: base, maxTimestamp: -1,
 		offsetOfMaxTimestamp: base, firstBatchMaxTimestamp: -1, createdMs: now}
 	if cfg.SegmentJitterMs > 0 {
 		s.rollJitterMs = rollJitter(l.dir, base, cfg.SegmentJitterMs)
 	}
+	initIndex(&s.index.index, l.fs, s.path(IndexSuffix), base, offsetEntrySize, int(cfg.SegmentIndexBytes))
+	initIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, int(cfg.SegmentIndexBytes))
+	return s
+}
+
+// createSegment starts an empty active segment at base: one new .log file
+// (its index files are written when it is sealed).
+func (l *Log) createSegment(base int64, now int64) (*segment, error) {
+	s := l.newSegment(base, now)
 	var err error
 	if s.file, err = l.fs.Create(s.path(LogSuffix)); err != nil {
 		return nil, err
 	}
-	if cfg.Preallocate && cfg.SegmentBytes > 0 {
+	if cfg := l.config(); cfg.Preallocate && cfg.SegmentBytes > 0 {
 		// Kafka's RandomAccessFile.setLength: the file is sparse, no block
 		// is written, only its length is set.
 		if err = s.file.Truncate(cfg.SegmentBytes); err != nil {
@@ -543,14 +636,6 @@ func (l *Log) createSegment(base int64, now int64) (*segment, error) {
 			return nil, fmt.Errorf("preallocate %s: %w", s.path(LogSuffix), err)
 		}
 		s.preallocated = true
-	}
-	if err = openIndex(&s.index.index, l.fs, s.path(IndexSuffix), base, offsetEntrySize, int(cfg.SegmentIndexBytes), true); err != nil {
-		s.close()
-		return nil, err
-	}
-	if err = openIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, int(cfg.SegmentIndexBytes), true); err != nil {
-		s.close()
-		return nil, err
 	}
 	l.dirDirty = true
 	l.noteSyncStateLocked()
@@ -634,16 +719,11 @@ func (l *Log) syncOnce() error {
 		return err
 	}
 	target := l.leo.Load()
-	seg := l.active()
-	rolled := l.unsynced
-	l.unsynced = nil
-	dirDirty := l.dirDirty
-	l.dirDirty = false
+	plan := l.takeSyncLocked(target)
 	l.unflushedRecords = 0
-	l.noteSyncStateLocked()
 	l.mu.Unlock()
 
-	if err := l.syncFiles(rolled, seg, dirDirty); err != nil {
+	if err := l.syncFiles(&plan); err != nil {
 		return l.fail(err)
 	}
 	if err := l.domain.Err(); err != nil {
@@ -659,24 +739,101 @@ func (l *Log) syncOnce() error {
 	return nil
 }
 
-// syncFiles fsyncs rolled segments' files, then seg's log, then the
-// directory. A segment that retention or truncation removed meanwhile needs no
-// sync (its files may already be closed).
-func (l *Log) syncFiles(rolled []*segment, seg *segment, dirDirty bool) error {
-	for _, s := range rolled {
-		for _, f := range [3]vfs.File{s.file, s.index.file, s.timeIndex.file} {
-			if err := f.Sync(); err != nil && !s.deleted.Load() {
-				return fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
-			}
+// syncPlan is what one sync makes durable, taken from the log under l.mu.
+type syncPlan struct {
+	rolled     []*segment // sealed segments whose .log is not yet synced
+	pending    []vfs.File // written files to sync and close
+	active     *segment
+	syncActive bool     // the active segment has bytes above the durable point
+	dir        bool     // the partition directory's entries changed
+	parents    []string // directories whose entries Open changed (a new log)
+	meta       []byte   // partition.metadata to rewrite durably
+	metaSync   bool     // partition.metadata to fsync as it is
+}
+
+// protects reports whether the plan makes a record durable (or index files
+// and snapshots a record's recovery relies on), as opposed to only a new,
+// empty log's directory entries and metadata.
+func (p *syncPlan) protects() bool { return p.syncActive || len(p.rolled) > 0 || len(p.pending) > 0 }
+
+// takeSyncLocked moves what waits for a sync into a plan. l.mu is held.
+func (l *Log) takeSyncLocked(target int64) syncPlan {
+	p := syncPlan{rolled: l.unsynced, pending: l.pending, active: l.active(), syncActive: l.durable.Load() < target,
+		dir: l.dirDirty, parents: l.parentDirs, meta: l.metaPending, metaSync: l.metaSync}
+	p.syncActive = p.syncActive || l.syncEpochs
+	l.unsynced, l.pending, l.dirDirty, l.parentDirs, l.metaPending, l.syncEpochs = nil, nil, false, nil, nil, false
+	l.metaSync = false
+	l.noteSyncStateLocked()
+	return p
+}
+
+// syncFiles runs a plan: the rolled segments' logs, the pending files and
+// the active segment's log are fsynced, the epoch checkpoint and
+// partition.metadata rewritten durably if they changed, then the directory
+// is synced, then the parent directories of a new log. A segment that
+// retention or truncation removed meanwhile needs no sync (its file may
+// already be closed). The pending files are closed, synced or not.
+func (l *Log) syncFiles(p *syncPlan) error {
+	defer func() {
+		for _, f := range p.pending {
+			f.Close()
+		}
+	}()
+	for _, s := range p.rolled {
+		if err := s.file.Sync(); err != nil && !s.deleted.Load() {
+			return fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
 		}
 	}
-	if err := seg.file.Sync(); err != nil && !seg.deleted.Load() {
-		return fmt.Errorf("sync %s: %w", seg.path(LogSuffix), err)
+	for _, f := range p.pending {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync a file of %s: %w", l.dir, err)
+		}
 	}
-	if dirDirty {
+	if p.syncActive {
+		if err := p.active.file.Sync(); err != nil && !p.active.deleted.Load() {
+			return fmt.Errorf("sync %s: %w", p.active.path(LogSuffix), err)
+		}
+	}
+	wrote, err := l.epochs.writeIfDirty(true, false)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", l.epochs.path, err)
+	}
+	p.dir = p.dir || wrote
+	if p.meta != nil {
+		if err := vfs.WriteFileSynced(l.fs, filepath.Join(l.dir, PartitionMetadataFile), p.meta); err != nil {
+			return fmt.Errorf("write %s: %w", PartitionMetadataFile, err)
+		}
+		p.dir = true
+	} else if p.metaSync {
+		if err := l.syncFile(filepath.Join(l.dir, PartitionMetadataFile)); err != nil {
+			return err
+		}
+	}
+	if p.dir {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return fmt.Errorf("sync dir %s: %w", l.dir, err)
 		}
+	}
+	for _, d := range p.parents {
+		if err := l.fs.SyncDir(d); err != nil {
+			return fmt.Errorf("sync dir %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// syncFile fsyncs the file at path if there is one.
+func (l *Log) syncFile(path string) error {
+	f, err := l.fs.Open(path)
+	if vfs.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return nil
 }
@@ -710,15 +867,17 @@ func (l *Log) LatestEpoch() int32 {
 // is newer than every epoch the cache holds (Kafka's
 // maybeAssignEpochStartOffset on becoming leader), so OffsetForLeaderEpoch
 // answers for the current epoch even before its first append — e.g. when
-// retention has emptied the log. The cache is checkpointed if it changed.
+// retention has emptied the log. The cache is checkpointed by the next sync
+// (or Close) if it changed: no record depends on the entry until one is
+// appended, and that record's sync writes it.
 func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
-	_, err := l.epochs.assign(epoch, l.leo.Load(), true)
-	return l.ioErr(err)
+	l.epochs.assign(epoch, l.leo.Load())
+	return nil
 }
 
 // Epochs returns a copy of the leader-epoch cache.
@@ -756,12 +915,21 @@ func (l *Log) RemoveExpiredProducers(now time.Time) int {
 	return n
 }
 
-// Close syncs the log, writes a producer-state snapshot at the log end
-// offset, trims the active segment's indexes and closes every file. After a
-// clean Close the log reopens without a rescan. Appends racing with Close
-// either land before it (and are synced) or fail with ErrClosed. A failed
-// log (or one whose final sync fails) writes nothing: its files are closed
-// as they are, and Close returns the failure.
+// Close syncs what is not yet durable, writes the active segment's index
+// files (unless they are current) and a producer-state snapshot at the log
+// end offset (if the log has sealed segments), and closes every file. After
+// a clean Close the log reopens without a rescan.
+//
+// A log whose records were all synced (acks=all traffic keeps them so)
+// closes without an fsync: the files written here need none, since a start
+// rebuilds the active segment's index entries from its batches and skips a
+// snapshot it cannot read (see doc.go, Durability). A new log holding no
+// record leaves its directory entries and metadata unsynced too: nothing
+// durable depends on them.
+//
+// Appends racing with Close either land before it (and are synced) or fail
+// with ErrClosed. A failed log (or one whose final sync fails) writes
+// nothing: its files are closed as they are, and Close returns the failure.
 func (l *Log) Close() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -770,47 +938,82 @@ func (l *Log) Close() error {
 	if l.closed {
 		return nil
 	}
-	act := l.active()
+	l.closed = true
+	leo := l.leo.Load()
 	err := l.domain.Err()
 	if err == nil {
 		// A preallocated active file is trimmed before the sync makes its
 		// size durable.
+		act := l.active()
+		trimmed := act.preallocated
 		if terr := act.trimLog(); terr != nil {
 			err = l.fail(terr)
-		} else if serr := l.syncFiles(l.unsynced, act, l.dirDirty); serr != nil {
-			err = l.fail(serr)
+		} else {
+			plan := l.takeSyncLocked(leo)
+			plan.syncActive = plan.syncActive || trimmed
+			if plan.protects() || (l.Size() > 0 && l.epochs.isDirty()) {
+				if serr := l.syncFiles(&plan); serr != nil {
+					err = l.fail(serr)
+				}
+			} else if _, werr := l.epochs.writeIfDirty(false, false); werr != nil {
+				// A log holding no record: its epochs describe nothing durable.
+				err = l.ioErr(werr)
+			}
 		}
 	}
 	if err != nil {
-		l.closed = true
+		for _, f := range l.pending {
+			f.Close()
+		}
+		l.pending = nil
 		for _, s := range l.segments() {
 			s.close()
 		}
 		return err
 	}
-	l.unsynced, l.dirDirty = nil, false
-	l.noteSyncStateLocked()
-	l.durable.Store(l.leo.Load())
-	l.closed = true
+	l.durable.Store(leo)
 	var first error
 	keep := func(err error) {
 		if err != nil && first == nil {
 			first = err
 		}
 	}
-	keep(act.index.trim())
-	keep(act.timeIndex.trim())
-	keep(act.index.file.Sync())
-	keep(act.timeIndex.file.Sync())
-	keep(vfs.WriteFileAtomic(l.fs, snapshotPath(l.dir, l.leo.Load()), l.producers.encodeSnapshot()))
+	// The active segment's index files, for Kafka's tools (a start does
+	// not read them: it rebuilds the entries from the batches), unless
+	// they are current.
+	idx, ierr := l.sealSegmentOrKeep(l.active(), true)
+	keep(ierr)
+	for _, f := range idx {
+		keep(f.Close())
+	}
+	// The snapshot spares the next start a replay of the sealed segments'
+	// batches (a start walks the active segment anyway). One already at
+	// the log end offset (a roll's, or an earlier Close's) holds the same
+	// state and may be the durable one: it stays.
+	if segs := l.segments(); len(segs) > 1 {
+		if _, serr := l.fs.Stat(snapshotPath(l.dir, leo)); vfs.IsNotExist(serr) {
+			if f, serr := vfs.WriteFileUnsynced(l.fs, snapshotPath(l.dir, leo), l.producers.encodeSnapshot()); serr != nil {
+				keep(serr)
+			} else {
+				keep(f.Close())
+			}
+		}
+	}
 	for _, s := range l.segments() {
 		keep(s.close())
 	}
+	l.dirDirty = false
+	l.noteSyncStateLocked()
 	return l.ioErr(first)
 }
 
-// Delete closes the log and removes its directory (topic deletion).
-func (l *Log) Delete() error {
+// Delete closes the log and removes its directory (topic deletion) as
+// Kafka does: the directory is first renamed, durably, to deleteName in the
+// same parent (Kafka's <topic>-<partition>.<id>-delete; see
+// topicpart.DeleteDirName), so that a removal cut off by a crash is
+// recognised (logmgr removes such directories at start) instead of being
+// loaded as a partly deleted log.
+func (l *Log) Delete(deleteName string) error {
 	l.syncMu.Lock() // no sync is under way on the files closed here
 	l.mu.Lock()
 	l.closed = true
@@ -818,10 +1021,22 @@ func (l *Log) Delete() error {
 		s.deleted.Store(true)
 		s.close()
 	}
+	for _, f := range l.pending {
+		f.Close()
+	}
+	l.pending = nil
 	l.mu.Unlock()
 	l.syncMu.Unlock()
-	if err := l.fs.RemoveAll(l.dir); err != nil {
+	parent := filepath.Dir(l.dir)
+	to := filepath.Join(parent, deleteName)
+	if err := l.fs.Rename(l.dir, to); err != nil {
+		if vfs.IsNotExist(err) {
+			return nil
+		}
 		return err
 	}
-	return l.fs.SyncDir(filepath.Dir(l.dir))
+	if err := l.fs.SyncDir(parent); err != nil {
+		return err
+	}
+	return l.fs.RemoveAll(to)
 }

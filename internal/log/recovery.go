@@ -1,14 +1,12 @@
 package log
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gregor-broker/gregor/internal/clock"
@@ -17,7 +15,14 @@ import (
 )
 
 // Open loads (and if needed recovers) the log in o.Dir, creating it when the
-// directory is empty.
+// directory is empty or missing. Open syncs nothing: what it repaired or
+// rebuilt (a cut tail, index files, removed files, snapshots) and the
+// records it found above o.RecoveryPoint are made durable by the next sync,
+// and until then RecoveryPoint stays at o.RecoveryPoint (NeedsSync reports
+// whether a sync has anything to do; logmgr syncs the logs it loads all at
+// once). A directory Open creates, and its entry in its parent, are made
+// durable by the first sync too: a new log costs no fsync until it holds a
+// record.
 func Open(o Options) (*Log, error) {
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
@@ -25,10 +30,22 @@ func Open(o Options) (*Log, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if err := makeDirDurable(o.FS, o.Dir); err != nil {
+	parents, err := makeDir(o.FS, o.Dir)
+	if err != nil {
 		return nil, err
 	}
-	l := &Log{fs: o.FS, clock: o.Clock, dir: o.Dir, logger: o.Logger, producers: newProducerState(), domain: o.Failure}
+	l := &Log{fs: o.FS, clock: o.Clock, dir: o.Dir, logger: o.Logger, producers: newProducerState(), domain: o.Failure,
+		parentDirs: parents, topicID: o.TopicID}
+	if len(parents) == 0 && o.RecoveryPoint <= 0 {
+		// Nothing says a sync ever covered a record of this log (one does
+		// before a recovery point above 0 is checkpointed): its directory's
+		// entry, its own entries and partition.metadata may not be durable.
+		// The sync of its next record makes them so.
+		l.dirDirty, l.metaSync = true, true
+		if !o.ParentDurable {
+			l.parentDirs = []string{filepath.Dir(filepath.Clean(o.Dir))}
+		}
+	}
 	if l.domain == nil {
 		l.domain = NewFailureDomain(nil)
 	}
@@ -36,60 +53,72 @@ func Open(o Options) (*Log, error) {
 	cfg := o.Config
 	l.cfg.Store(&cfg)
 	l.lastFlush = l.nowMs()
-	var err error
-	if l.epochs, err = loadEpochCache(o.FS, o.Dir); err != nil {
-		l.logger.Warn("leader epoch checkpoint unreadable, starting empty", "dir", o.Dir, "err", err)
-		l.epochs = &epochCache{fs: o.FS, path: l.epochs.pathOr(o.Dir)}
-	}
-	if err := l.cleanLeftovers(); err != nil {
-		return nil, err
-	}
-	segs, err := l.openSegments()
+	names, err := l.fs.List(l.dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.load(segs, o); err != nil {
+	l.epochs = &epochCache{fs: o.FS, path: filepath.Join(o.Dir, LeaderEpochCheckpointFile)}
+	if slices.Contains(names, LeaderEpochCheckpointFile) {
+		if l.epochs, err = loadEpochCache(o.FS, o.Dir); err != nil {
+			l.logger.Warn("leader epoch checkpoint unreadable, starting empty", "dir", o.Dir, "err", err)
+			l.epochs = &epochCache{fs: o.FS, path: filepath.Join(o.Dir, LeaderEpochCheckpointFile)}
+		}
+	}
+	if names, err = l.cleanLeftovers(names); err != nil {
+		return nil, err
+	}
+	segs, err := l.openSegments(names, o)
+	if err != nil {
+		for _, s := range segs {
+			s.close()
+		}
+		return nil, err
+	}
+	l.mu.Lock()
+	err = l.load(segs, o)
+	l.mu.Unlock()
+	if err != nil {
 		for _, s := range l.segmentsOrNil() {
 			s.close()
+		}
+		for _, f := range l.pending {
+			f.Close()
 		}
 		return nil, err
 	}
 	return l, nil
 }
 
-// makeDirDurable creates dir and any missing parents, and syncs the parent of
-// every directory it creates: a new directory entry is durable only once its
-// parent is synced, and without that a crash could lose the partition
-// directory with every acknowledged record in it.
-func makeDirDurable(fs vfs.FS, dir string) error {
+// makeDir creates dir and any missing parents. It returns the parent of dir
+// if it created dir: the entry there is made durable by the log's first
+// sync (a new directory entry is durable only once its parent is synced).
+// Directories it creates above that (a log dir that did not exist, as in
+// tests; logmgr makes its dirs itself) are made durable at once.
+func makeDir(fs vfs.FS, dir string) ([]string, error) {
 	var created []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := fs.Stat(d); err == nil {
 			break
 		} else if !vfs.IsNotExist(err) {
-			return err
+			return nil, err
 		}
-		created = append(created, d)
 		if filepath.Dir(d) == d {
 			break
 		}
+		created = append(created, d)
+	}
+	if len(created) == 0 {
+		return nil, nil
 	}
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	for i := len(created) - 1; i >= 0; i-- {
+	for i := len(created) - 1; i >= 1; i-- {
 		if err := fs.SyncDir(filepath.Dir(created[i])); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
-}
-
-func (c *epochCache) pathOr(dir string) string {
-	if c != nil {
-		return c.path
-	}
-	return dir + "/" + LeaderEpochCheckpointFile
+	return []string{filepath.Dir(created[0])}, nil
 }
 
 func (l *Log) segmentsOrNil() []*segment {
@@ -101,12 +130,9 @@ func (l *Log) segmentsOrNil() []*segment {
 
 // cleanLeftovers finishes what a crash interrupted: temp files, .cleaned and
 // .deleted files are removed; a .swap file (written completely before it was
-// renamed to .swap) replaces the live segments it covers.
-func (l *Log) cleanLeftovers() error {
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return err
-	}
+// renamed to .swap) replaces the live segments it covers. It returns the
+// directory's names as they are after.
+func (l *Log) cleanLeftovers(names []string) ([]string, error) {
 	var swaps []string
 	changed := false
 	for _, n := range names {
@@ -114,7 +140,7 @@ func (l *Log) cleanLeftovers() error {
 		switch {
 		case strings.HasSuffix(n, ".tmp"), strings.HasSuffix(n, CleanedSuffix), strings.HasSuffix(n, DeletedSuffix):
 			if err := l.fs.Remove(p); err != nil && !vfs.IsNotExist(err) {
-				return err
+				return nil, err
 			}
 			changed = true
 		case strings.HasSuffix(n, LogSuffix+SwapSuffix):
@@ -122,21 +148,24 @@ func (l *Log) cleanLeftovers() error {
 		case strings.HasSuffix(n, SwapSuffix):
 			// Index swap files are rebuilt from the log.
 			if err := l.fs.Remove(p); err != nil && !vfs.IsNotExist(err) {
-				return err
+				return nil, err
 			}
 			changed = true
 		}
 	}
 	for _, n := range swaps {
 		if err := l.completeSwap(n); err != nil {
-			return err
+			return nil, err
 		}
 		changed = true
 	}
-	if changed {
-		return l.fs.SyncDir(l.dir)
+	if !changed {
+		return names, nil
 	}
-	return nil
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return nil, err
+	}
+	return l.fs.List(l.dir)
 }
 
 // completeSwap installs name (<base>.log.swap): live segments whose base
@@ -188,12 +217,13 @@ func (l *Log) completeSwap(name string) error {
 	return l.fs.Rename(swapPath, l.dir+"/"+FileName(base)+LogSuffix)
 }
 
-// openSegments opens every .log file with whatever index files exist.
-func (l *Log) openSegments() ([]*segment, error) {
-	names, err := l.fs.List(l.dir)
-	if err != nil {
-		return nil, err
-	}
+// openSegments opens every .log file (the one file a segment keeps open)
+// and reads the first and last entries of the sealed segments' index files.
+// An index file missing or not a whole number of entries marks its segment
+// for a rebuild. The last segment's index files are not read: Open rebuilds
+// the active segment's entries from its batches. After an unclean stop the
+// sealed segments that load rescans anyway are not read either.
+func (l *Log) openSegments(names []string, o Options) ([]*segment, error) {
 	have := make(map[string]bool, len(names))
 	var bases []int64
 	for _, n := range names {
@@ -204,16 +234,13 @@ func (l *Log) openSegments() ([]*segment, error) {
 			}
 		}
 	}
-	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	slices.Sort(bases)
 	cfg := l.config()
 	var segs []*segment
-	for _, base := range bases {
-		s := &segment{dir: l.dir, baseOffset: base, maxTimestamp: -1, offsetOfMaxTimestamp: base,
-			firstBatchMaxTimestamp: -1, createdMs: l.nowMs()}
-		if cfg.SegmentJitterMs > 0 {
-			s.rollJitterMs = rollJitter(l.dir, base, cfg.SegmentJitterMs)
-		}
+	for i, base := range bases {
+		s := l.newSegment(base, l.nowMs())
 		segs = append(segs, s)
+		var err error
 		if s.file, err = l.fs.OpenReadWrite(s.path(LogSuffix)); err != nil {
 			return segs, err
 		}
@@ -225,71 +252,108 @@ func (l *Log) openSegments() ([]*segment, error) {
 		if fi, err := l.fs.Stat(s.path(LogSuffix)); err == nil {
 			s.createdMs = fi.ModTime().UnixMilli()
 		}
-		create := !have[FileName(base)+IndexSuffix] || !have[FileName(base)+TimeIndexSuffix]
-		if err := openIndex(&s.index.index, l.fs, s.path(IndexSuffix), base, offsetEntrySize, int(cfg.SegmentIndexBytes), create); err != nil {
+		if i == len(bases)-1 || (!o.CleanShutdown && bases[i+1] > o.RecoveryPoint) {
+			continue // rebuilt from its batches by load
+		}
+		if !have[FileName(base)+IndexSuffix] || !have[FileName(base)+TimeIndexSuffix] {
+			s.rebuild = size > 0
+			continue
+		}
+		maxBytes := int(cfg.SegmentIndexBytes)
+		err = openIndexFile(&s.index.index, l.fs, s.path(IndexSuffix), base, offsetEntrySize, maxBytes)
+		if err == nil {
+			err = openIndexFile(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, maxBytes)
+		}
+		if errors.Is(err, ErrCorruptSegment) || vfs.IsNotExist(err) {
+			l.logger.Warn("rebuilding the indexes of a segment", "dir", l.dir, "segment", base, "err", err)
+			initIndex(&s.index.index, l.fs, s.path(IndexSuffix), base, offsetEntrySize, maxBytes)
+			initIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, maxBytes)
+			s.rebuild = true
+		} else if err != nil {
 			return segs, err
 		}
-		if err := openIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, int(cfg.SegmentIndexBytes), create); err != nil {
-			return segs, err
-		}
-		s.rebuild = create && size > 0
 	}
 	return segs, nil
 }
 
 // load recovers segments as needed and sets up offsets, producer state and
-// the epoch cache.
+// the epoch cache. l.mu is held (nobody else can see the log yet).
+//
+// A sealed segment is trusted without a rescan below the recovery point, or
+// after a clean shutdown, once its index files pass checkSealed; any other
+// sealed segment is rescanned (every batch validated, the file cut at the
+// first bad byte), and its index files rewritten. The last segment is always
+// walked: validated after an unclean stop, its batch headers only after a
+// clean one; its index is rebuilt in memory either way.
 func (l *Log) load(segs []*segment, o Options) error {
 	recoverFrom := max(o.RecoveryPoint, 0)
+	durable := int64(math.MaxInt64)
+	if !o.CleanShutdown {
+		durable = recoverFrom
+	}
+	epochsChanged := false
 	for i := 0; i < len(segs); i++ {
 		s := segs[i]
 		last := i == len(segs)-1
-		containsUnflushed := last || segs[i+1].baseOffset > recoverFrom
-		needScan := s.rebuild || (!o.CleanShutdown && containsUnflushed)
-		if !needScan {
-			if err := s.index.check(max(s.size.Load(), 1)); err != nil {
-				l.logger.Warn("rebuilding index", "dir", l.dir, "segment", s.baseOffset, "err", err)
-				needScan = true
-			} else if err := s.timeIndex.check(); err != nil {
-				l.logger.Warn("rebuilding time index", "dir", l.dir, "segment", s.baseOffset, "err", err)
-				needScan = true
-			} else if err := s.checkTail(); err != nil {
-				// A recovery-point checkpoint older than a truncation can
-				// vouch for a segment whose tail was rewritten and lost.
-				l.logger.Warn("rescanning segment with a damaged tail", "dir", l.dir, "segment", s.baseOffset, "err", err)
+		limit := int64(math.MaxInt64)
+		if !last {
+			limit = segs[i+1].baseOffset
+		}
+		needScan := s.rebuild || (!o.CleanShutdown && (last || limit > recoverFrom))
+		if !needScan && !last {
+			if err := s.checkSealed(limit); err != nil {
+				l.logger.Warn("rebuilding the indexes of a segment that fails its check", "dir", l.dir,
+					"segment", s.baseOffset, "err", err)
 				needScan = true
 			}
 		}
-		if needScan {
-			limit := int64(math.MaxInt64)
-			if !last {
-				limit = segs[i+1].baseOffset
+		if !needScan && !last {
+			if ts, off, ok := s.timeIndex.last(); ok {
+				s.maxTimestamp, s.offsetOfMaxTimestamp = ts, off
 			}
-			truncated, err := l.recoverSegment(s, limit)
+			continue
+		}
+		validate := needScan
+		if !validate {
+			// The last segment after a clean stop: its headers only. A
+			// header that does not check out means a proper rescan.
+			if _, err := l.scanSegment(s, limit, false, &epochsChanged); err == nil {
+				continue
+			} else if !errors.Is(err, ErrCorruptSegment) {
+				return err
+			} else {
+				l.logger.Warn("rescanning the active segment", "dir", l.dir, "segment", s.baseOffset, "err", err)
+			}
+		}
+		truncated, err := l.scanSegment(s, limit, true, &epochsChanged)
+		if err != nil {
+			return err
+		}
+		if truncated {
+			// The cut must reach the disk before a recovery point above it.
+			durable = min(durable, s.baseOffset)
+		}
+		if truncated && !last {
+			l.logger.Warn("deleting segments after a truncated segment", "dir", l.dir,
+				"segment", s.baseOffset, "deleted", len(segs)-i-1)
+			if err := l.removeSegmentFiles(segs[i+1:]); err != nil {
+				return err
+			}
+			segs = segs[:i+1]
+			last = true
+		}
+		if !last {
+			// A rebuilt sealed segment gets its index files (with the final
+			// time index entry a roll writes, or a clean restart would not
+			// know its largest timestamp), synced before the recovery point
+			// passes it.
+			idx, err := l.sealSegment(s)
 			if err != nil {
 				return err
 			}
-			if truncated && !last {
-				l.logger.Warn("deleting segments after a truncated segment", "dir", l.dir,
-					"segment", s.baseOffset, "deleted", len(segs)-i-1)
-				if err := l.removeSegmentFiles(segs[i+1:]); err != nil {
-					return err
-				}
-				segs = segs[:i+1]
-			} else if !last {
-				// A rebuilt closed segment gets the final time index entry
-				// rolling gave it, or a clean restart would not know its
-				// largest timestamp.
-				if err := l.sealSegment(s); err != nil {
-					return err
-				}
-			}
-		} else if last {
-			if err := l.loadActiveState(s); err != nil {
-				return err
-			}
-		} else if ts, off, ok := s.timeIndex.last(); ok {
-			s.maxTimestamp, s.offsetOfMaxTimestamp = ts, off
+			l.pending = append(l.pending, idx...)
+			l.unsynced = append(l.unsynced, s)
+			l.dirDirty = true
 		}
 	}
 	logStart := max(o.LogStartOffset, 0)
@@ -304,31 +368,18 @@ func (l *Log) load(segs []*segment, o Options) error {
 		segs = append(segs, s)
 	}
 	act := segs[len(segs)-1]
-	if err := act.index.extend(); err != nil {
-		return err
-	}
-	if err := act.timeIndex.extend(); err != nil {
-		return err
-	}
-	for _, s := range segs[:len(segs)-1] {
-		if err := s.index.trim(); err != nil {
-			return err
-		}
-		if err := s.timeIndex.trim(); err != nil {
-			return err
-		}
-	}
 	l.publish(segs)
 	leo := max(act.nextOffset, act.baseOffset)
 	logStart = min(logStart, leo)
 	l.leo.Store(leo)
 	l.logStart.Store(logStart)
-	if err := l.epochs.truncateFromEnd(leo); err != nil {
+	if err := l.epochs.truncateFromEnd(leo, false); err != nil {
 		return err
 	}
-	if err := l.epochs.truncateFromStart(logStart); err != nil {
+	if err := l.epochs.truncateFromStart(logStart, false); err != nil {
 		return err
 	}
+	l.syncEpochs = epochsChanged
 	// After an unclean stop a snapshot above the recovery point may describe
 	// batches that did not reach the disk: rebuild from an older one.
 	trusted := leo
@@ -338,34 +389,33 @@ func (l *Log) load(segs []*segment, o Options) error {
 	if err := l.loadProducerState(trusted); err != nil {
 		return err
 	}
-	// Everything loaded is now known good; make it durable and call it the
-	// recovery point.
-	l.dirDirty = true
-	l.unsynced = append([]*segment(nil), segs[:len(segs)-1]...)
-	if o.CleanShutdown {
-		l.unsynced = nil
-		l.durable.Store(leo)
+	l.durable.Store(min(durable, leo))
+	if l.durable.Load() < leo {
+		// Segments above the recovery point may have been created since the
+		// directory was last synced (Kafka flushes the directory with them).
+		l.dirDirty = true
 	}
 	l.noteSyncStateLocked()
-	if err := l.SyncTo(leo); err != nil {
-		return err
-	}
-	l.durable.Store(leo)
 	hw := o.HighWatermark
 	if hw < 0 {
 		hw = logStart
 	}
-	l.SetHighWatermark(hw)
+	l.hw.Store(min(max(hw, logStart), leo))
 	l.logger.Debug("loaded log", "dir", l.dir, "segments", len(segs), "log_start_offset", logStart,
 		"log_end_offset", leo, "clean_shutdown", o.CleanShutdown)
 	return nil
 }
 
-// recoverSegment rescans a segment: every batch is read and checked (length,
-// CRC, offsets increasing and below limit, the next segment's base offset),
-// the indexes are rebuilt, and the file is truncated at the first bad byte.
-// It reports whether bytes were cut.
-func (l *Log) recoverSegment(s *segment, limit int64) (bool, error) {
+// scanSegment walks a segment's batches from its start and rebuilds its
+// indexes (in memory), next offset, timestamps and the epochs they carry.
+// Each batch header is checked (length, offsets increasing, below limit, the
+// next segment's base offset); with validate each batch is also read whole
+// and checked (record.ValidateStored: CRC, records). The walk stops at the
+// first bad batch: with validate the file is cut there and scanSegment
+// reports that bytes were cut; without, it returns ErrCorruptSegment for
+// the caller to rescan with validate. *epochsChanged is set if the epoch
+// cache took a new entry.
+func (l *Log) scanSegment(s *segment, limit int64, validate bool, epochsChanged *bool) (bool, error) {
 	if err := s.index.truncateEntries(0); err != nil {
 		return false, err
 	}
@@ -377,7 +427,7 @@ func (l *Log) recoverSegment(s *segment, limit int64) (bool, error) {
 	size := s.size.Load()
 	var pos int64
 	var bad error
-	buf := make([]byte, 0, 64<<10)
+	var buf []byte
 	var hb [record.HeaderSize]byte
 	for pos < size {
 		if size-pos < record.HeaderSize {
@@ -396,38 +446,37 @@ func (l *Log) recoverSegment(s *segment, limit int64) (bool, error) {
 			bad = fmt.Errorf("batch of %d bytes runs past the end", h.Size())
 			break
 		}
-		if cap(buf) < h.Size() {
-			buf = make([]byte, h.Size())
-		}
-		buf = buf[:h.Size()]
-		if _, err := s.readAt(buf, pos); err != nil {
-			return false, err
-		}
-		if _, err := record.ValidateStored(buf); err != nil {
-			bad = err
-			break
-		}
 		if h.BaseOffset < s.nextOffset || h.LastOffset()-s.baseOffset > 1<<31-1 || h.LastOffset() >= limit {
 			bad = fmt.Errorf("batch offsets %d..%d do not follow %d or reach %d", h.BaseOffset, h.LastOffset(), s.nextOffset, limit)
 			break
 		}
+		if validate {
+			if cap(buf) < h.Size() {
+				buf = make([]byte, max(h.Size(), 64<<10))
+			}
+			buf = buf[:h.Size()]
+			if _, err := s.readAt(buf, pos); err != nil {
+				return false, err
+			}
+			if _, err := record.ValidateStored(buf); err != nil {
+				bad = err
+				break
+			}
+		}
 		if err := l.indexBatch(s, &h, pos); err != nil {
 			return false, err
 		}
-		if _, err := l.epochs.assign(h.LeaderEpoch, h.BaseOffset, false); err != nil {
-			return false, err
+		if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
+			*epochsChanged = true
 		}
 		s.nextOffset = h.NextOffset()
 		pos += int64(h.Size())
 	}
-	l.epochs.mu.Lock()
-	err := l.epochs.flushLocked()
-	l.epochs.mu.Unlock()
-	if err != nil {
-		return false, err
-	}
 	if bad == nil {
 		return false, nil
+	}
+	if !validate {
+		return false, fmt.Errorf("%w: %s at position %d: %v", ErrCorruptSegment, s.path(LogSuffix), pos, bad)
 	}
 	if hb == ([record.HeaderSize]byte{}) {
 		// An all-zero header: the unused end of a preallocated segment, or
@@ -443,91 +492,6 @@ func (l *Log) recoverSegment(s *segment, limit int64) (bool, error) {
 	}
 	s.size.Store(pos)
 	return true, nil
-}
-
-// loadActiveState reads the active segment's batch headers (after a clean
-// shutdown its indexes are trusted) to learn its next offset and timestamps.
-func (l *Log) loadActiveState(s *segment) error {
-	// The active segment's indexes live in memory (they take appends).
-	if err := s.index.activate(); err != nil {
-		return err
-	}
-	if err := s.timeIndex.activate(); err != nil {
-		return err
-	}
-	s.nextOffset = s.baseOffset
-	lastIdx := s.index.lastOffset()
-	_, idxPos := s.index.lookup(lastIdx)
-	if ts, off, ok := s.timeIndex.last(); ok {
-		s.maxTimestamp, s.offsetOfMaxTimestamp = ts, off
-	}
-	// The whole segment is walked anyway: check on the way that every index
-	// entry names a batch as it is (a trusted index that does not would send
-	// readers into the middle of a batch).
-	v := indexVerifier{s: s}
-	first := true
-	err := s.scanFrom(0, s.size.Load(), func(bp batchPos) bool {
-		h := bp.hdr
-		if first {
-			s.firstBatchMaxTimestamp, first = h.MaxTimestamp, false
-		}
-		v.batch(bp)
-		if bp.pos >= idxPos {
-			if h.MaxTimestamp > s.maxTimestamp {
-				s.maxTimestamp, s.offsetOfMaxTimestamp = h.MaxTimestamp, h.BaseOffset
-			}
-			if bp.pos > idxPos || lastIdx == s.baseOffset {
-				s.bytesSinceIndexEntry += int64(h.Size())
-			}
-		}
-		s.nextOffset = h.NextOffset()
-		return true
-	})
-	if err == nil && !v.done() {
-		err = fmt.Errorf("%w: %s: index entries do not match the batches", ErrCorruptSegment, s.path(IndexSuffix))
-	}
-	if errors.Is(err, ErrCorruptSegment) {
-		// A clean shutdown should never leave this; rescan properly.
-		l.logger.Warn("rescanning active segment", "dir", l.dir, "segment", s.baseOffset, "err", err)
-		_, err = l.recoverSegment(s, math.MaxInt64)
-	}
-	return err
-}
-
-// indexVerifier matches a segment's index entries against its batches, in
-// file order: an offset index entry must sit at a batch's position and carry
-// its last offset; a time index entry must name a batch's base offset and its
-// max timestamp.
-type indexVerifier struct {
-	s         *segment
-	off, time int // next entry of each index
-	bad       bool
-}
-
-func (v *indexVerifier) batch(bp batchPos) {
-	x, tx := &v.s.index, &v.s.timeIndex
-	for v.off < x.entries() {
-		e := x.buf[v.off*offsetEntrySize:]
-		rel, pos := relOffsetKey(e), int64(binary.BigEndian.Uint32(e[4:]))
-		if pos > bp.pos {
-			break
-		}
-		v.bad = v.bad || pos < bp.pos || x.base+rel != bp.hdr.LastOffset()
-		v.off++
-	}
-	for v.time < tx.entries() {
-		e := tx.buf[v.time*timeEntrySize:]
-		ts, off := timestampKey(e), tx.base+relOffsetKey(e[8:])
-		if off > bp.hdr.BaseOffset {
-			break
-		}
-		v.bad = v.bad || off < bp.hdr.BaseOffset || ts != bp.hdr.MaxTimestamp
-		v.time++
-	}
-}
-
-func (v *indexVerifier) done() bool {
-	return !v.bad && v.off == v.s.index.entries() && v.time == v.s.timeIndex.entries()
 }
 
 // loadProducerState restores producer state from the newest usable snapshot
@@ -562,6 +526,8 @@ func (l *Log) loadProducerState(upTo int64) error {
 			if err := l.fs.Remove(snapshotPath(l.dir, off)); err != nil && !vfs.IsNotExist(err) {
 				return err
 			}
+			// Durably gone before the recovery point can pass it again.
+			l.dirDirty = true
 			continue
 		}
 		data, err := vfs.ReadFile(l.fs, snapshotPath(l.dir, off))
@@ -581,7 +547,7 @@ func (l *Log) loadProducerState(upTo int64) error {
 			continue
 		}
 		if s.baseOffset > from && len(l.producers.m) > 0 {
-			if err := vfs.WriteFileAtomic(l.fs, snapshotPath(l.dir, s.baseOffset), l.producers.encodeSnapshot()); err != nil {
+			if err := l.writePendingLocked(snapshotPath(l.dir, s.baseOffset), l.producers.encodeSnapshot()); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -107,7 +108,7 @@ func (l *Log) dropPrefixLocked(n int) error {
 	if err := l.deleteSegments(gone); err != nil {
 		return err
 	}
-	if err := l.epochs.truncateFromStart(l.logStart.Load()); err != nil {
+	if err := l.epochs.truncateFromStart(l.logStart.Load(), true); err != nil {
 		return err
 	}
 	return l.deleteSnapshotsBelow(rest[0].baseOffset)
@@ -168,16 +169,10 @@ func (l *Log) deleteSegments(segs []*segment) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return err
 	}
-	// Readers of a removed segment need only its .log file: with its index
-	// files closed, a lookup in it scans the segment from its start (correct,
-	// slower; only reads that began before the removal get here). So the
-	// index files are closed now: a log whose segments are replaced often (the
-	// cleaner) holds one descriptor per removed segment during
-	// file.delete.delay.ms, not three.
-	for _, s := range segs {
-		s.index.file.Close()
-		s.timeIndex.file.Close()
-	}
+	// Readers of a removed segment need only its .log file: its index files,
+	// renamed, cannot be opened by a lookup, which then scans the segment
+	// from its start (correct, slower; only reads that began before the
+	// removal get here).
 	remove := func() {
 		for _, s := range segs {
 			s.close()
@@ -237,7 +232,7 @@ func (l *Log) IncrementLogStartOffset(offset int64) (int64, error) {
 			return offset, l.ioErr(err)
 		}
 	} else {
-		if err := l.epochs.truncateFromStart(offset); err != nil {
+		if err := l.epochs.truncateFromStart(offset, true); err != nil {
 			return offset, l.ioErr(err)
 		}
 	}
@@ -291,7 +286,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if l.durable.Load() > leo {
 		l.durable.Store(leo)
 	}
-	if err := l.epochs.truncateFromEnd(leo); err != nil {
+	if err := l.epochs.truncateFromEnd(leo, true); err != nil {
 		return err
 	}
 	offs, err := listSnapshots(l.fs, l.dir)
@@ -361,12 +356,6 @@ func (l *Log) truncateSegmentsLocked(offset int64) error {
 	if err := l.deleteSegments(gone); err != nil {
 		return err
 	}
-	if err := s.index.extend(); err != nil {
-		return err
-	}
-	if err := s.timeIndex.extend(); err != nil {
-		return err
-	}
 	l.leo.Store(max(s.nextOffset, s.baseOffset))
 	return s.file.Sync()
 }
@@ -384,7 +373,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.leo.Store(offset)
 	l.logStart.Store(offset)
 	// Every epoch entry and producer snapshot describes offsets that are gone.
-	if err := l.epochs.truncateFromEnd(math.MinInt64); err != nil {
+	if err := l.epochs.truncateFromEnd(math.MinInt64, true); err != nil {
 		return err
 	}
 	if err := l.deleteSnapshotsBelow(math.MaxInt64); err != nil {
@@ -395,8 +384,14 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	return l.deleteSegments(segs)
 }
 
+// loadActiveStateAfterTruncate rebuilds the state of s, cut by a truncation
+// and now the active segment, from its batch headers (a damaged header
+// means a proper rescan, which cuts the file there).
 func (l *Log) loadActiveStateAfterTruncate(s *segment) error {
-	s.maxTimestamp, s.offsetOfMaxTimestamp, s.firstBatchMaxTimestamp = -1, s.baseOffset, -1
-	s.bytesSinceIndexEntry = 0
-	return l.loadActiveState(s)
+	var changed bool
+	_, err := l.scanSegment(s, math.MaxInt64, false, &changed)
+	if errors.Is(err, ErrCorruptSegment) {
+		_, err = l.scanSegment(s, math.MaxInt64, true, &changed)
+	}
+	return err
 }

@@ -136,12 +136,72 @@ func (s *segment) findBatch(target, limit int64) (batchPos, bool, error) {
 	return found, ok, err
 }
 
-// checkTail walks the batch headers from the last offset index entry to the
-// end of the file: a cheap check that a segment trusted without a rescan ends
-// with a whole batch.
-func (s *segment) checkTail() error {
-	_, pos := s.index.lookup(s.index.lastOffset())
-	return s.scanFrom(pos, s.size.Load(), func(batchPos) bool { return true })
+// checkSealed is the check a sealed segment trusted without a rescan passes
+// at load (Kafka's LogSegment.sanityCheck, and more), reading a few entries
+// and batch headers rather than every entry: each index's first and last
+// entries are in order and within the segment (positions below its size,
+// offsets below nextBase, the offset index's positive); the batch at the
+// offset index's last entry ends at that entry's offset, and the walk from
+// it to the end of the file meets whole batches; the batch the time index's
+// last entry names reaches that entry's timestamp (the segment's largest,
+// which retention goes by), and with no time index entry the first batch
+// has no timestamp. An index found out of order later, by a lookup reading
+// it, is ignored from then on (lookups scan the segment).
+func (s *segment) checkSealed(nextBase int64) error {
+	x, tx := &s.index.index, &s.timeIndex.index
+	size := s.size.Load()
+	bad := func(what string) error {
+		return fmt.Errorf("%w: %s: %s", ErrCorruptSegment, s.path(LogSuffix), what)
+	}
+	var pos int64
+	lastOff := s.baseOffset
+	if x.n > 0 {
+		if !x.inOrder(nil, x.first[:]) || (x.n > 1 && !x.inOrder(x.first[:], x.last[:])) || positionOf(x.first[:]) <= 0 ||
+			positionOf(x.last[:]) >= size || s.baseOffset+relOffsetKey(x.last[:]) >= nextBase {
+			return bad("offset index entries out of order or past the log")
+		}
+		pos, lastOff = positionOf(x.last[:]), s.baseOffset+relOffsetKey(x.last[:])
+	}
+	// The walk from the last entry also checks that the segment ends with a
+	// whole batch: a recovery-point checkpoint older than a truncation can
+	// vouch for a segment whose tail was rewritten and lost.
+	first, mismatch := true, int64(-1)
+	err := s.scanFrom(pos, size, func(bp batchPos) bool {
+		if first && x.n > 0 && bp.hdr.LastOffset() != lastOff {
+			mismatch = bp.hdr.LastOffset()
+			return false
+		}
+		first = false
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	if mismatch >= 0 {
+		return bad(fmt.Sprintf("the last offset index entry names offset %d, its batch ends at %d", lastOff, mismatch))
+	}
+	if tx.n == 0 {
+		if size == 0 {
+			return nil
+		}
+		bp, ok, err := s.findBatch(s.baseOffset, size)
+		if err == nil && ok && bp.hdr.MaxTimestamp >= 0 {
+			return bad("no time index entry, but the first batch has a timestamp")
+		}
+		return err
+	}
+	ts, off := timestampKey(tx.last[:]), s.baseOffset+timeOffsetKey(tx.last[:])
+	if !tx.inOrder(nil, tx.first[:]) || (tx.n > 1 && !tx.inOrder(tx.first[:], tx.last[:])) || off >= nextBase {
+		return bad("time index entries out of order or past the log")
+	}
+	bp, ok, err := s.findBatch(off, size)
+	if err != nil {
+		return err
+	}
+	if !ok || bp.hdr.BaseOffset > off || bp.hdr.MaxTimestamp != ts {
+		return bad(fmt.Sprintf("the last time index entry (%d at offset %d) does not match its batch", ts, off))
+	}
+	return nil
 }
 
 // trimLog cuts a preallocated .log file to the bytes written (Kafka's
@@ -159,16 +219,10 @@ func (s *segment) trimLog() error {
 }
 
 func (s *segment) close() error {
-	var first error
-	for _, c := range []io.Closer{s.file, s.index.file, s.timeIndex.file} {
-		if c == nil {
-			continue
-		}
-		if err := c.Close(); err != nil && first == nil {
-			first = err
-		}
+	if s.file == nil {
+		return nil
 	}
-	return first
+	return s.file.Close()
 }
 
 // segmentFiles lists the files that belong to a segment with this base.

@@ -1,6 +1,8 @@
 package logmgr
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,7 +10,9 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregor-broker/gregor/internal/clock"
@@ -75,6 +79,7 @@ type Manager struct {
 	mu     sync.RWMutex
 	logs   map[topicpart.TopicPartition]*log.Log
 	dirOf  map[topicpart.TopicPartition]string
+	count  map[string]int        // partitions per log dir
 	strays map[string][]StrayLog // by log dir; guarded by mu
 	ckMu   sync.Mutex
 	timers []clock.Timer
@@ -97,7 +102,7 @@ func Open(o Options) (*Manager, error) {
 		o.RecoveryThreadsPerDir = 1
 	}
 	m := &Manager{o: o, logs: make(map[topicpart.TopicPartition]*log.Log), dirOf: make(map[topicpart.TopicPartition]string),
-		strays: make(map[string][]StrayLog)}
+		count: make(map[string]int), strays: make(map[string][]StrayLog)}
 	m.fs = dirFS{FS: o.FS, m: m}
 	for _, d := range o.Dirs {
 		if m.LogDir(d) == nil {
@@ -165,9 +170,11 @@ func (m *Manager) loadDir(dir string) error {
 		if err := fs.Remove(marker); err != nil {
 			return err
 		}
-		if err := fs.SyncDir(dir); err != nil {
-			return err
-		}
+	}
+	// One sync makes the marker's removal durable, and with it every
+	// partition directory's entry here: the logs need not sync the dir.
+	if err := fs.SyncDir(dir); err != nil {
+		return err
 	}
 	rp := m.readCheckpoint(dir, RecoveryPointCheckpoint)
 	ls := m.readCheckpoint(dir, LogStartCheckpoint)
@@ -177,57 +184,100 @@ func (m *Manager) loadDir(dir string) error {
 		return err
 	}
 	start := m.o.Clock.Now()
-	work := make(chan loadJob)
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var errs []error
-	for i := 0; i < m.o.RecoveryThreadsPerDir; i++ {
+	get := func(o offsets, tp topicpart.TopicPartition) int64 {
+		if v, ok := o[tp]; ok {
+			return v
+		}
+		return -1
+	}
+	loaded := make([]*log.Log, len(jobs))
+	err = forEach(len(jobs), m.o.RecoveryThreadsPerDir, func(i int) error {
+		j := jobs[i]
+		l, err := log.Open(log.Options{FS: fs, Clock: m.o.Clock, Dir: j.path, Config: m.o.ConfigFor(j.tp.Topic),
+			Logger: m.o.Logger, RecoveryPoint: get(rp, j.tp), LogStartOffset: get(ls, j.tp), HighWatermark: get(hw, j.tp),
+			CleanShutdown: clean, Failure: m.LogDir(dir).failure, TopicID: j.topicID, ParentDurable: true})
+		if err != nil {
+			return fmt.Errorf("load %s: %w", j.path, err)
+		}
+		loaded[i] = l
+		return nil
+	})
+	var synced atomic.Int64
+	if err == nil {
+		// What recovery found above the recovery points, and what it
+		// rebuilt, is made durable in one pass over the dir, many fsyncs in
+		// flight, before the recovery points are checkpointed.
+		err = forEach(len(loaded), syncFanOut, func(i int) error {
+			if !loaded[i].NeedsSync() {
+				return nil
+			}
+			synced.Add(1)
+			if err := loaded[i].Flush(); err != nil {
+				return fmt.Errorf("sync %s: %w", jobs[i].path, err)
+			}
+			return nil
+		})
+	}
+	m.mu.Lock()
+	for i, l := range loaded {
+		if l != nil {
+			m.logs[jobs[i].tp], m.dirOf[jobs[i].tp] = l, dir
+			m.count[dir]++
+		}
+	}
+	nStray := len(m.strays[dir])
+	m.mu.Unlock()
+	m.o.Logger.Info("loaded log dir", "dir", dir, "partitions", len(jobs), "synced", synced.Load(), "stray_logs", nStray,
+		"clean_shutdown", clean, "elapsed", m.o.Clock.Now().Sub(start))
+	return err
+}
+
+// syncFanOut is how many logs of one dir sync at once in the pass after
+// loading and in Close: fsyncs wait on the disk, not the CPU, and a
+// filesystem commits concurrent fsyncs together, so many in flight cost
+// little more than one. (num.recovery.threads.per.data.dir bounds the
+// CPU-bound part, the recovery itself.)
+const syncFanOut = 32
+
+// forEach calls fn(i) for i in [0, n) on up to par goroutines and returns
+// the errors joined.
+func forEach(n, par int, fn func(i int) error) error {
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for w := 0; w < min(max(par, 1), n); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range work {
-				get := func(o offsets) int64 {
-					if v, ok := o[j.tp]; ok {
-						return v
-					}
-					return -1
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
 				}
-				l, err := log.Open(log.Options{FS: fs, Clock: m.o.Clock, Dir: j.path, Config: m.o.ConfigFor(j.tp.Topic),
-					Logger: m.o.Logger, RecoveryPoint: get(rp), LogStartOffset: get(ls), HighWatermark: get(hw),
-					CleanShutdown: clean, Failure: m.LogDir(dir).failure})
-				if err != nil {
-					errMu.Lock()
-					errs = append(errs, fmt.Errorf("load %s: %w", j.path, err))
-					errMu.Unlock()
-					continue
-				}
-				m.mu.Lock()
-				m.logs[j.tp], m.dirOf[j.tp] = l, dir
-				m.mu.Unlock()
 			}
 		}()
 	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
 	wg.Wait()
-	m.mu.RLock()
-	nStray := len(m.strays[dir])
-	m.mu.RUnlock()
-	m.o.Logger.Info("loaded log dir", "dir", dir, "partitions", len(jobs), "stray_logs", nStray, "clean_shutdown", clean,
-		"elapsed", m.o.Clock.Now().Sub(start))
 	return errors.Join(errs...)
 }
 
 // loadJob is a partition log to load.
 type loadJob struct {
-	tp   topicpart.TopicPartition
-	path string
+	tp      topicpart.TopicPartition
+	path    string
+	topicID [16]byte // what its partition.metadata names
 }
 
 // scanDir lists the partition logs of dir to load, sets aside (durably)
-// the ones the metadata does not know, and records dir's stray logs.
+// the ones the metadata does not know, records dir's stray logs, and
+// removes what a crash left of deletions (<topic>-<partition>.<id>-delete,
+// as Kafka does at start) and of creations (a partition directory with no
+// partition.metadata and no record: the file is durable before any record
+// is, see log.Log.AssignTopicID).
 func (m *Manager) scanDir(dir string) ([]loadJob, error) {
 	fs := m.fs
 	names, err := fs.List(dir)
@@ -236,9 +286,10 @@ func (m *Manager) scanDir(dir string) ([]loadJob, error) {
 	}
 	var jobs []loadJob
 	var strays []StrayLog
-	setAside := false
+	changed := false
 	for _, n := range names {
-		st, err := fs.Stat(filepath.Join(dir, n))
+		path := filepath.Join(dir, n)
+		st, err := fs.Stat(path)
 		if err != nil || !st.IsDir() {
 			continue
 		}
@@ -246,23 +297,41 @@ func (m *Manager) scanDir(dir string) ([]loadJob, error) {
 			strays = append(strays, m.strayLog(dir, n, tp))
 			continue
 		}
+		if tp, ok := topicpart.ParseDeleteDirName(n); ok {
+			m.o.Logger.Info("removing the rest of a deleted partition's log", "partition", tp, "dir", path)
+			if err := fs.RemoveAll(path); err != nil {
+				return nil, fmt.Errorf("removing deleted log %s: %w", path, err)
+			}
+			changed = true
+			continue
+		}
 		tp, ok := topicpart.ParseDirName(n)
 		if !ok || tp.Topic == MetadataTopic {
 			continue
 		}
+		id := log.ReadTopicID(fs, path)
 		if m.o.Stray != nil {
-			if reason := m.o.Stray(tp, ReadTopicID(fs, filepath.Join(dir, n))); reason != "" {
+			if reason := m.o.Stray(tp, id); reason != "" {
+				if id == ([16]byte{}) && holdsNoRecord(fs, path) {
+					m.o.Logger.Info("removing a partition directory whose creation was cut off: it holds no record and no partition.metadata",
+						"partition", tp, "dir", path)
+					if err := fs.RemoveAll(path); err != nil {
+						return nil, fmt.Errorf("removing %s: %w", path, err)
+					}
+					changed = true
+					continue
+				}
 				s, err := m.setAside(dir, n, tp, reason)
 				if err != nil {
 					return nil, err
 				}
-				strays, setAside = append(strays, s), true
+				strays, changed = append(strays, s), true
 				continue
 			}
 		}
-		jobs = append(jobs, loadJob{tp, filepath.Join(dir, n)})
+		jobs = append(jobs, loadJob{tp, path, id})
 	}
-	if setAside {
+	if changed {
 		if err := fs.SyncDir(dir); err != nil {
 			return nil, err
 		}
@@ -272,6 +341,23 @@ func (m *Manager) scanDir(dir string) ([]loadJob, error) {
 	m.strays[dir] = strays
 	m.mu.Unlock()
 	return jobs, nil
+}
+
+// holdsNoRecord reports whether every segment file in a partition directory
+// is empty.
+func holdsNoRecord(fs vfs.FS, path string) bool {
+	names, err := fs.List(path)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, log.LogSuffix) {
+			if st, err := fs.Stat(filepath.Join(path, n)); err != nil || st.Size() > 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Get returns the log of tp, or nil.
@@ -320,10 +406,6 @@ func (m *Manager) GetOrCreate(tp topicpart.TopicPartition, cfg log.Config) (*log
 	if m.closed {
 		return nil, log.ErrClosed
 	}
-	count := make(map[string]int)
-	for _, d := range m.dirOf {
-		count[d]++
-	}
 	var dirs []*LogDir
 	for _, d := range m.dirs {
 		if d.failure.Err() == nil {
@@ -333,19 +415,18 @@ func (m *Manager) GetOrCreate(tp topicpart.TopicPartition, cfg log.Config) (*log
 	if len(dirs) == 0 {
 		return nil, fmt.Errorf("%w: no log dir is online to hold %s", log.ErrStorageFailed, tp)
 	}
-	sort.SliceStable(dirs, func(i, j int) bool { return count[dirs[i].path] < count[dirs[j].path] })
+	sort.SliceStable(dirs, func(i, j int) bool { return m.count[dirs[i].path] < m.count[dirs[j].path] })
 	dir := dirs[0].path
+	// No fsync: the new directory and its files are made durable by the
+	// sync of the log's first record (see log.Open).
 	l, err := log.Open(log.Options{FS: m.fs, Clock: m.o.Clock, Dir: filepath.Join(dir, tp.String()), Config: cfg,
 		Logger: m.o.Logger, RecoveryPoint: 0, LogStartOffset: 0, HighWatermark: 0, CleanShutdown: true,
 		Failure: dirs[0].failure})
 	if err != nil {
 		return nil, err
 	}
-	if err := m.fs.SyncDir(dir); err != nil {
-		l.Close()
-		return nil, err
-	}
 	m.logs[tp], m.dirOf[tp] = l, dir
+	m.count[dir]++
 	return l, nil
 }
 
@@ -354,6 +435,9 @@ func (m *Manager) Delete(tp topicpart.TopicPartition) error {
 	m.mu.Lock()
 	l := m.logs[tp]
 	dir := m.dirOf[tp]
+	if l != nil {
+		m.count[dir]--
+	}
 	delete(m.logs, tp)
 	delete(m.dirOf, tp)
 	m.mu.Unlock()
@@ -363,7 +447,9 @@ func (m *Manager) Delete(tp topicpart.TopicPartition) error {
 	if err := m.forgetCleanerOffset(tp, dir); err != nil {
 		m.o.Logger.Warn("could not remove a deleted partition's cleaner point", "partition", tp, "err", err)
 	}
-	return l.Delete()
+	var id [16]byte
+	rand.Read(id[:]) // crypto/rand: never fails
+	return l.Delete(topicpart.DeleteDirName(tp, hex.EncodeToString(id[:])))
 }
 
 // CheckpointAll writes the three offset checkpoint files of every dir.
@@ -542,14 +628,39 @@ func (m *Manager) Close() error {
 	return errors.Join(errs...)
 }
 
-// closeLogs closes every log. The logs of an offline dir fail to close (they
-// write nothing); that was reported when the dir went offline.
+// closeLogs closes every log, many at once per dir (see syncFanOut): a log
+// whose records are all synced closes without an fsync, the others sync
+// theirs. The logs of an offline dir fail to close (they write nothing);
+// that was reported when the dir went offline.
 func (m *Manager) closeLogs() error {
-	var errs []error
-	for tp, l := range m.All() {
-		if err := l.Close(); err != nil && !m.offline(m.DirOf(tp)) {
-			errs = append(errs, fmt.Errorf("close %s: %w", tp, err))
-		}
+	type entry struct {
+		tp topicpart.TopicPartition
+		l  *log.Log
 	}
+	m.mu.RLock()
+	byDir := make(map[string][]entry, len(m.dirs))
+	for tp, l := range m.logs {
+		byDir[m.dirOf[tp]] = append(byDir[m.dirOf[tp]], entry{tp, l})
+	}
+	m.mu.RUnlock()
+	errs := make([]error, 0, len(byDir))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for dir, logs := range byDir {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := forEach(len(logs), syncFanOut, func(i int) error {
+				if err := logs[i].l.Close(); err != nil && !m.offline(dir) {
+					return fmt.Errorf("close %s: %w", logs[i].tp, err)
+				}
+				return nil
+			})
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
 	return errors.Join(errs...)
 }

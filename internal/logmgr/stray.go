@@ -2,41 +2,24 @@ package logmgr
 
 import (
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
 // PartitionMetadataFile is Kafka's per-partition file naming the topic id
-// ("version: 0", "topic_id: <base64url id>").
-const PartitionMetadataFile = "partition.metadata"
+// (see log.PartitionMetadataFile).
+const PartitionMetadataFile = log.PartitionMetadataFile
 
 // ReadTopicID returns the topic id a partition dir's partition.metadata
 // names; the zero id when the file is missing or says nothing readable.
-func ReadTopicID(fs vfs.FS, partitionDir string) [16]byte {
-	var id [16]byte
-	data, err := vfs.ReadFile(fs, filepath.Join(partitionDir, PartitionMetadataFile))
-	if err != nil {
-		return id
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(k) != "topic_id" {
-			continue
-		}
-		b, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(v))
-		if err == nil && len(b) == 16 {
-			copy(id[:], b)
-		}
-	}
-	return id
-}
+func ReadTopicID(fs vfs.FS, partitionDir string) [16]byte { return log.ReadTopicID(fs, partitionDir) }
 
 // StrayLog is a partition log set aside because the metadata does not know
 // it: renamed <topic>-<partition>.<id>-stray, never loaded, never deleted.

@@ -1,13 +1,10 @@
 package replica
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +16,6 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/topicpart"
-	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
 // Role is a hosted partition's place in its replica set, as the metadata
@@ -199,7 +195,7 @@ func (m *Manager) HostAs(tp topicpart.TopicPartition, topicID [16]byte, cfg log.
 	if err != nil {
 		return nil, err
 	}
-	if err := writePartitionMetadata(m.logs, l.Dir(), topicID); err != nil {
+	if err := l.AssignTopicID(topicID); err != nil {
 		return nil, err
 	}
 	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR}
@@ -555,15 +551,4 @@ func (m *Manager) FetchWaiters() (fetches, registrations int) {
 		p.mu.Unlock()
 	}
 	return int(m.waiting.Load()), registrations
-}
-
-// writePartitionMetadata writes Kafka's partition.metadata ("version: 0",
-// "topic_id: <base64url id>") unless it already says this topic id.
-func writePartitionMetadata(logs *logmgr.Manager, dir string, topicID [16]byte) error {
-	body := []byte(fmt.Sprintf("version: 0\ntopic_id: %s\n", base64.RawURLEncoding.EncodeToString(topicID[:])))
-	path := filepath.Join(dir, logmgr.PartitionMetadataFile)
-	if old, err := vfs.ReadFile(logs.FS(), path); err == nil && bytes.Equal(old, body) {
-		return nil
-	}
-	return vfs.WriteFileAtomic(logs.FS(), path, body)
 }

@@ -2,7 +2,8 @@
 // every layer uses for "partition P of topic T", the partition directory
 // name <topic>-<partition> that Kafka's log dirs use for it, and the name
 // <topic>-<partition>.<unique id>-stray a log is moved to when the metadata
-// does not know it (KIP-858).
+// does not know it (KIP-858), and <topic>-<partition>.<unique id>-delete, the
+// name a deleted partition's directory takes until its files are removed.
 //
 // It is a leaf package: it imports nothing of Gregor's, so storage, the
 // cleaner, the coordinators and the API layer can all share it.
@@ -53,12 +54,27 @@ const StraySuffix = "-stray"
 // maxDirName is the longest file name most filesystems accept.
 const maxDirName = 255
 
+// DeleteSuffix ends the directory name of a deleted partition's log whose
+// files are being removed.
+const DeleteSuffix = "-delete"
+
 // StrayDirName is Kafka's name for tp's log set aside as stray:
 // "<topic>-<partition>.<uniqueID>-stray", the topic cut short when the whole
 // name would pass 255 bytes (LocalLog.logStrayDirName). uniqueID is a UUID's
 // 32 hex digits.
 func StrayDirName(tp TopicPartition, uniqueID string) string {
-	suffix := "-" + strconv.FormatInt(int64(tp.Partition), 10) + "." + uniqueID + StraySuffix
+	return dirNameWithSuffix(tp, uniqueID, StraySuffix)
+}
+
+// DeleteDirName is Kafka's name for tp's log while its deletion removes its
+// files: "<topic>-<partition>.<uniqueID>-delete", cut short as StrayDirName
+// is (LocalLog.logDeleteDirName).
+func DeleteDirName(tp TopicPartition, uniqueID string) string {
+	return dirNameWithSuffix(tp, uniqueID, DeleteSuffix)
+}
+
+func dirNameWithSuffix(tp TopicPartition, uniqueID, kind string) string {
+	suffix := "-" + strconv.FormatInt(int64(tp.Partition), 10) + "." + uniqueID + kind
 	topic := tp.Topic
 	if n := maxDirName - len(suffix); len(topic) > n {
 		topic = topic[:max(n, 0)]
@@ -70,7 +86,17 @@ func StrayDirName(tp TopicPartition, uniqueID string) string {
 // ("<topic>-<partition>.<id>-stray"); the topic is the one the name holds,
 // which is cut short for very long topic names.
 func ParseStrayDirName(name string) (TopicPartition, bool) {
-	rest, ok := strings.CutSuffix(name, StraySuffix)
+	return parseDirNameWithSuffix(name, StraySuffix)
+}
+
+// ParseDeleteDirName reads the partition out of a deleted log's directory
+// name ("<topic>-<partition>.<id>-delete"), as ParseStrayDirName does.
+func ParseDeleteDirName(name string) (TopicPartition, bool) {
+	return parseDirNameWithSuffix(name, DeleteSuffix)
+}
+
+func parseDirNameWithSuffix(name, kind string) (TopicPartition, bool) {
+	rest, ok := strings.CutSuffix(name, kind)
 	if !ok {
 		return TopicPartition{}, false
 	}

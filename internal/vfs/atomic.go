@@ -19,13 +19,18 @@ var ErrCorruptCheckpoint = errors.New("vfs: corrupt checkpoint file")
 // rename over path, fsync the directory. A crash at any point leaves either
 // the old file or the new one.
 func WriteFileAtomic(fs FS, path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := fs.Create(tmp)
-	if err != nil {
+	if err := WriteFileSynced(fs, path, data); err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	return fs.SyncDir(filepath.Dir(path))
+}
+
+// WriteFileSynced is WriteFileAtomic without the directory fsync, for a
+// caller that syncs the directory once for several files: until it does, a
+// crash leaves either the old file or the new one.
+func WriteFileSynced(fs FS, path string, data []byte) error {
+	f, err := writeTemp(fs, path, data)
+	if err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {
@@ -35,10 +40,38 @@ func WriteFileAtomic(fs FS, path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fs.Rename(tmp, path); err != nil {
-		return err
+	return fs.Rename(path+".tmp", path)
+}
+
+// WriteFileUnsynced replaces path with data (write path.tmp, rename over
+// path) and returns the new file still open, unsynced: a crash may leave
+// the old file, the new one, or the new name with only part of data (or
+// none). It is for files whose readers check them (a CRC, a format) and can
+// do without them; a caller that needs the contents durable later fsyncs the
+// returned file, then the directory.
+func WriteFileUnsynced(fs FS, path string, data []byte) (File, error) {
+	f, err := writeTemp(fs, path, data)
+	if err != nil {
+		return nil, err
 	}
-	return fs.SyncDir(filepath.Dir(path))
+	if err := fs.Rename(path+".tmp", path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// writeTemp writes data to a new path.tmp and returns it open.
+func writeTemp(fs FS, path string, data []byte) (File, error) {
+	f, err := fs.Create(path + ".tmp")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // ReadFile reads a whole (small) file.
@@ -61,13 +94,18 @@ func ReadFile(fs FS, path string) ([]byte, error) {
 
 // WriteCheckpoint writes version, len(lines) and lines atomically.
 func WriteCheckpoint(fs FS, path string, version int, lines []string) error {
+	return WriteFileAtomic(fs, path, EncodeCheckpoint(version, lines))
+}
+
+// EncodeCheckpoint is the contents WriteCheckpoint writes.
+func EncodeCheckpoint(version int, lines []string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%d\n%d\n", version, len(lines))
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	return WriteFileAtomic(fs, path, b.Bytes())
+	return b.Bytes()
 }
 
 // ReadCheckpoint reads a checkpoint file written by WriteCheckpoint, checking

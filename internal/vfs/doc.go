@@ -17,7 +17,11 @@
 // # Helpers over any FS
 //
 //   - WriteFileAtomic replaces a small file durably (write path.tmp, fsync,
-//     rename, fsync the directory); ReadFile reads one whole.
+//     rename, fsync the directory); WriteFileSynced is the same without the
+//     directory fsync (the caller syncs the directory once for several
+//     files); WriteFileUnsynced renames without any fsync and hands back the
+//     open file, for contents a reader checks and a caller may make durable
+//     later (fsync the file, then the directory). ReadFile reads one whole.
 //   - WriteCheckpoint and ReadCheckpoint are Kafka's checkpoint text layout
 //     (a version line, a count line, one space-separated entry per line),
 //     used by every offset checkpoint and the leader-epoch checkpoint; a file

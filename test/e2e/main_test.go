@@ -66,11 +66,21 @@ type proc struct {
 	admin   string // admin HTTP base URL
 	exited  chan struct{}
 	waitErr error
+	// ready is how long the process took from its start until /readyz
+	// answered 200.
+	ready time.Duration
 }
 
 // startProc runs `gregor serve` on dataDir and waits until /readyz answers
 // 200. extra is appended to the command line (e.g. "--set", "k=v").
 func startProc(t testing.TB, dataDir string, extra ...string) *proc {
+	t.Helper()
+	return startProcWithin(t, dataDir, 30*time.Second, extra...)
+}
+
+// startProcWithin is startProc with its own bound on the wait for the
+// banner and for readiness (each).
+func startProcWithin(t testing.TB, dataDir string, within time.Duration, extra ...string) *proc {
 	t.Helper()
 	logFile, err := os.CreateTemp(t.TempDir(), "gregor-*.log")
 	if err != nil {
@@ -88,6 +98,7 @@ func startProc(t testing.TB, dataDir string, extra ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +123,12 @@ func startProc(t testing.TB, dataDir string, extra ...string) *proc {
 	case <-p.exited:
 		p.dumpLog()
 		t.Fatalf("gregor exited before serving: %v", p.waitErr)
-	case <-time.After(30 * time.Second):
+	case <-time.After(within):
 		p.dumpLog()
-		t.Fatal("gregor printed no banner within 30s")
+		t.Fatalf("gregor printed no banner within %v", within)
 	}
-	p.waitReady(30 * time.Second)
+	p.waitReady(within)
+	p.ready = time.Since(started)
 	return p
 }
 
