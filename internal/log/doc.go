@@ -38,18 +38,31 @@
 //     after a crash recovery cuts the zero-filled end like any bad tail;
 //   - B.index: 8-byte entries (int32 offset relative to B, int32 byte position
 //     of the batch), one per index.interval.bytes of log, keyed by the batch's
-//     last offset; preallocated to segment.index.bytes while the segment is
-//     active, trimmed when it rolls;
+//     last offset, at most segment.index.bytes of them;
 //   - B.timeindex: 12-byte entries (int64 timestamp, int32 relative offset of
 //     the batch reaching it), added with index entries when the max timestamp
-//     grows, plus a final entry when the segment rolls;
+//     grows, plus a final entry when the segment is sealed;
 //   - B.snapshot: producer state as of offset B (Kafka's ProducerSnapshot v1;
-//     see Producer state), written at every roll and at clean close;
+//     see Producer state), written at every roll and, when the log has more
+//     than one segment, at clean close;
 //   - B.txnindex: reserved for the aborted-transaction index.
 //
-// plus leader-epoch-checkpoint (version 0, "epoch startOffset" lines). Files
-// being replaced carry .cleaned (being written), .swap (complete, about to
-// replace live segments) or .deleted (removed after file.delete.delay.ms).
+// The index files hold exactly their entries. They are written when their
+// segment is sealed: it rolls, recovery rebuilds it, or the cleaner writes
+// it (see Memory and open files). The active segment's entries are in
+// memory; its files are written at a clean close (unless they already hold
+// those entries) for Kafka's tools, and Open never reads them: it rebuilds
+// the active segment's entries from its batches, which it walks anyway. (Kafka
+// preallocates the active segment's files and maps them; after a crash
+// Gregor's active segment may have none, or stale ones, which Kafka too would
+// rebuild.)
+//
+// plus leader-epoch-checkpoint (version 0, "epoch startOffset" lines) and
+// partition.metadata ("version: 0", "topic_id: <base64url id>": the topic the
+// log belongs to, AssignTopicID). Files being replaced carry .cleaned (being
+// written), .swap (complete, about to replace live segments) or .deleted
+// (removed after file.delete.delay.ms). Delete renames the directory to
+// <topic>-<partition>.<id>-delete (durably) before removing it.
 //
 // # Replacing segments (.cleaned, .swap, .deleted)
 //
@@ -148,15 +161,43 @@
 // batch whose header the caller already decoded (record.ParseProduce), so
 // the produce path decodes it once. SyncTo(offset) is the group commit:
 // concurrent callers share one fdatasync of the active segment (rolled
-// segments, their indexes and new directory entries are synced first), and
-// RecoveryPoint reports the offset below which everything is durable: the
-// log's bytes and the indexes of every segment wholly below it (a segment
-// rolled since the last sync holds it at that segment's base offset). Open
-// makes a partition directory it creates durable (fsync of the parent).
-// TruncateTo syncs its result but lowers RecoveryPoint: the caller rewrites
-// its recovery-point checkpoint after a truncation, as Kafka does. Checkpoint
-// and snapshot files are replaced atomically (temp file, fsync, rename,
-// directory fsync).
+// segments' logs and the files written since the last sync are synced with
+// it, then the directory if its entries changed), and RecoveryPoint reports
+// the offset below which everything is durable: the log's bytes and the
+// indexes of every segment wholly below it (a segment rolled since the last
+// sync holds it at that segment's base offset). TruncateTo syncs its result
+// but lowers RecoveryPoint: the caller rewrites its recovery-point checkpoint
+// after a truncation, as Kafka does. Checkpoint files truncations rewrite are
+// replaced atomically (temp file, fsync, rename, directory fsync).
+//
+// Nothing else fsyncs a file as it writes it. What a record or its recovery
+// relies on is written without an fsync and made durable by the next sync,
+// before the recovery point can pass what it describes:
+//   - a sealed segment's index files and the producer snapshot at a roll
+//     (Log.pending, synced and closed by the next sync);
+//   - a new leader epoch (Append, AssignLeaderEpoch): the epoch cache is
+//     rewritten (temp file, fsync, rename) by the next sync;
+//   - a new log: Open creates its directory and first segment without a sync,
+//     and AssignTopicID writes partition.metadata without one; the sync of
+//     its first record rewrites partition.metadata durably and syncs the
+//     directory and its entry in the parent, as Kafka flushes
+//     partition.metadata before the first append. So creating a partition
+//     costs no fsync; a crash before its first record may lose it (logmgr
+//     recreates it, and removes a directory left with neither records nor
+//     partition.metadata). A log opened with a recovery point of 0 or less is
+//     treated the same way (no sync may ever have covered a record of it).
+//   - Open: what recovery cut, rebuilt or removed, and the records it found
+//     above the recovery point, are made durable by the next sync; until
+//     then RecoveryPoint stays at the one Open was given. NeedsSync says
+//     whether there is any such thing; logmgr syncs the logs it loads that
+//     need it, many at once, before it checkpoints their recovery points.
+//
+// Close syncs what is not yet durable (nothing, when acks=all traffic kept
+// every record synced) and writes the active segment's index files and the
+// snapshot at the log end offset without an fsync: a start rebuilds the
+// active segment's entries and skips a snapshot it cannot read (an older one
+// and a replay of batch headers give the same state). A snapshot already at
+// the log end offset is kept, never replaced by an unsynced copy.
 //
 // # Failures: a failed disk and a full one
 //
@@ -184,39 +225,52 @@
 // retried by the next append. Only if cutting back fails does the log fail.
 //
 // Open after an unclean stop rescans every segment holding offsets at or
-// above the recovery point: each batch's length, CRC and offsets (increasing,
-// below the next segment's base offset) are checked, indexes are rebuilt (a
-// rebuilt closed segment gets its final time index entry), and the file is
-// cut at the first bad byte (later segments are removed). Producer snapshots
-// above the recovery point (and above the first segment's base offset) are
-// not trusted after an unclean stop (they may describe batches that never
-// reached the disk): state is rebuilt from an older one by replaying batch
-// headers. A clean shutdown skips the rescan,
-// but index files are sanity-checked, every trusted segment's tail is walked
-// from its last index entry, and the active segment's index entries are
-// matched against its batches; a failed check means a rescan. Damage inside a
-// trusted segment (below the recovery point, or after a clean shutdown) is
-// not looked for: readers meet it as ErrCorruptSegment. A crash can leave a
+// above the recovery point (as Kafka recovers every segment from the one
+// holding it): each batch's length, CRC and offsets (increasing, below the
+// next segment's base offset) are checked, indexes are rebuilt (a rebuilt
+// sealed segment gets its final time index entry and its files rewritten),
+// and the file is cut at the first bad byte (later segments are removed).
+// Producer snapshots above the recovery point (and above the first segment's
+// base offset) are not trusted after an unclean stop (they may describe
+// batches that never reached the disk): state is rebuilt from an older one by
+// replaying batch headers. A clean shutdown skips the rescan: the active
+// segment's batch headers are walked (a bad one means a rescan), and a
+// sealed segment trusted without a rescan (after a clean shutdown, or below
+// the recovery point) has its index files checked from their size and first
+// and last entries and a few batch headers (segment.checkSealed): a file of
+// the wrong size, cut short, padded, garbage, pointing past the log or
+// missing fails, and the segment is rebuilt from its .log, as Kafka's sanity
+// check has it rebuilt; the start goes on. Entries out of order in the middle
+// of a file are found by the lookups that read them, which then ignore the
+// index and scan the segment. Damage inside a trusted segment's .log is not
+// looked for: readers meet it as ErrCorruptSegment. A crash can leave a
 // closed segment shorter than the next segment's base offset (its unsynced
 // tail lost while the next segment's reached the disk): the gap is kept, as
 // Kafka keeps it, and readers skip it. Interrupted swaps are completed,
 // .cleaned/.deleted/.tmp leftovers removed.
 //
-// # Memory
+// # Memory and open files
 //
-// What a log keeps on the heap does not grow with the data it holds. The
-// active segment's index entries are in memory (at most segment.index.bytes
-// per index; index.go). A closed segment's entries live only in its trimmed
-// .index and .timeindex files: the segment keeps their entry count and last
-// entry, and lookups binary-search the files with positioned reads through a
-// process-wide cache of 256 windows of 4 KiB (index_window.go), so a consumer
-// reading a closed segment front to back reads each window once. Truncation
-// into a closed segment loads the entries it keeps back into memory (the
-// segment is the active one again). A lookup whose index file cannot be read
-// (a deleted segment's, closed before its .log) scans the segment from its
-// start. Per segment the log holds a few hundred bytes and three open files
-// (.log, .index, .timeindex), as Kafka does; producer state grows with the
-// number of producers, the leader-epoch cache with leader epochs.
+// What a log keeps on the heap does not grow with the data it holds, and it
+// keeps one open file per segment (its .log), as Kafka does (Kafka maps the
+// index files and closes them). The active segment's index entries are in
+// memory (at most segment.index.bytes per index: 5 MiB per GiB of active
+// segment at the default index.interval.bytes); they are written to the index
+// files when the segment is sealed. A sealed segment's entries live only in
+// its .index and .timeindex files: the segment keeps their entry count and
+// first and last entries, and a lookup binary-searches the files with
+// positioned reads through a process-wide cache of 256 windows of 4 KiB
+// (index_window.go), opening the file by path only when the cache misses
+// and closing it before it returns; so a consumer reading a sealed segment
+// front to back reads each window once. A sealed segment's files written by a
+// roll stay open until the next sync has synced them. Truncation into a
+// sealed segment reads the entries it keeps back into memory (the segment is
+// the active one again). A lookup whose index file cannot be read (a deleted
+// segment's, renamed to .deleted) scans the segment from its start.
+// MemFS has no mmap, so these are positioned reads on any FS; the page cache
+// holds the hot windows, the window cache saves the syscalls. Per segment the
+// log holds a few hundred bytes; producer state grows with the number of
+// producers, the leader-epoch cache with leader epochs.
 //
 // # Concurrency
 //
@@ -237,5 +291,8 @@
 // follower's, is the exception). Segments removed while a reader may still
 // hold them are renamed and closed only after file.delete.delay.ms. syncMu
 // serialises fsyncs and is taken before Log.mu, never after; Close and TruncateTo take both, so no
-// append slips between Close's final sync and its closing the files.
+// append slips between Close's final sync and its closing the files. The
+// epoch cache's writeMu (one write of its file at a time) comes after both;
+// its mu, which Append takes to assign an epoch, is never held while the
+// file is written, so no append waits for that fsync.
 package log

@@ -301,7 +301,7 @@ func (l *Log) load(segs []*segment, o Options) error {
 		}
 		needScan := s.rebuild || (!o.CleanShutdown && (last || limit > recoverFrom))
 		if !needScan && !last {
-			if err := s.checkSealed(limit); err != nil {
+			if err := s.checkSealed(limit, int64(l.config().IndexIntervalBytes)); err != nil {
 				l.logger.Warn("rebuilding the indexes of a segment that fails its check", "dir", l.dir,
 					"segment", s.baseOffset, "err", err)
 				needScan = true

@@ -138,20 +138,28 @@ func (s *segment) findBatch(target, limit int64) (batchPos, bool, error) {
 
 // checkSealed is the check a sealed segment trusted without a rescan passes
 // at load (Kafka's LogSegment.sanityCheck, and more), reading a few entries
-// and batch headers rather than every entry: each index's first and last
-// entries are in order and within the segment (positions below its size,
-// offsets below nextBase, the offset index's positive); the batch at the
-// offset index's last entry ends at that entry's offset, and the walk from
-// it to the end of the file meets whole batches; the batch the time index's
-// last entry names reaches that entry's timestamp (the segment's largest,
-// which retention goes by), and with no time index entry the first batch
-// has no timestamp. An index found out of order later, by a lookup reading
-// it, is ignored from then on (lookups scan the segment).
-func (s *segment) checkSealed(nextBase int64) error {
+// and batch headers rather than every entry:
+//   - each index's first and last entries are in order and within the
+//     segment (positions below its size, offsets below nextBase, the offset
+//     index's positions positive: no entry is ever made for position 0);
+//   - the batch at the offset index's last entry ends at that entry's
+//     offset, and the walk from it to the end of the file meets whole
+//     batches, no more of them than one index.interval.bytes (interval)
+//     allows between entries (unless the index is full), and none reaching
+//     a timestamp above the time index's last;
+//   - the batch the time index's last entry names reaches exactly that
+//     entry's timestamp (the segment's largest, which retention goes by),
+//     and with no time index entry the first batch has no timestamp.
+//
+// So a file cut short (by a part entry, by whole entries), padded, filled
+// with garbage or pointing past the log fails. An index out of order in its
+// middle passes, and is found by the lookups that read it: they ignore it
+// from then on and scan the segment (see index).
+func (s *segment) checkSealed(nextBase, interval int64) error {
 	x, tx := &s.index.index, &s.timeIndex.index
 	size := s.size.Load()
-	bad := func(what string) error {
-		return fmt.Errorf("%w: %s: %s", ErrCorruptSegment, s.path(LogSuffix), what)
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrCorruptSegment, s.path(LogSuffix), fmt.Sprintf(format, args...))
 	}
 	var pos int64
 	lastOff := s.baseOffset
@@ -162,23 +170,34 @@ func (s *segment) checkSealed(nextBase int64) error {
 		}
 		pos, lastOff = positionOf(x.last[:]), s.baseOffset+relOffsetKey(x.last[:])
 	}
+	maxTS := int64(-1)
+	if tx.n > 0 {
+		maxTS = timestampKey(tx.last[:])
+	}
 	// The walk from the last entry also checks that the segment ends with a
 	// whole batch: a recovery-point checkpoint older than a truncation can
 	// vouch for a segment whose tail was rewritten and lost.
-	first, mismatch := true, int64(-1)
+	var problem error
+	var tail, lastSize int64
 	err := s.scanFrom(pos, size, func(bp batchPos) bool {
-		if first && x.n > 0 && bp.hdr.LastOffset() != lastOff {
-			mismatch = bp.hdr.LastOffset()
-			return false
+		switch h := &bp.hdr; {
+		case bp.pos == pos && x.n > 0 && h.LastOffset() != lastOff:
+			problem = bad("the last offset index entry names offset %d, its batch ends at %d", lastOff, h.LastOffset())
+		case h.MaxTimestamp > maxTS:
+			problem = bad("a batch at offset %d reaches timestamp %d, above the time index's last %d", h.BaseOffset, h.MaxTimestamp, maxTS)
 		}
-		first = false
-		return true
+		tail += int64(bp.hdr.Size())
+		lastSize = int64(bp.hdr.Size())
+		return problem == nil
 	})
 	if err != nil {
 		return err
 	}
-	if mismatch >= 0 {
-		return bad(fmt.Sprintf("the last offset index entry names offset %d, its batch ends at %d", lastOff, mismatch))
+	if problem != nil {
+		return problem
+	}
+	if tail-lastSize > max(interval, 0) && x.n < x.maxEntries && tx.n < tx.maxEntries {
+		return bad("%d bytes of batches after the last offset index entry: entries are missing", tail-lastSize)
 	}
 	if tx.n == 0 {
 		if size == 0 {
@@ -199,7 +218,7 @@ func (s *segment) checkSealed(nextBase int64) error {
 		return err
 	}
 	if !ok || bp.hdr.BaseOffset > off || bp.hdr.MaxTimestamp != ts {
-		return bad(fmt.Sprintf("the last time index entry (%d at offset %d) does not match its batch", ts, off))
+		return bad("the last time index entry (%d at offset %d) does not match its batch", ts, off)
 	}
 	return nil
 }

@@ -6,11 +6,36 @@
 // flush.ms/flush.messages, checkpoint writers, producer id expiration every
 // producer.id.expiration.check.interval.ms) and closes everything cleanly.
 //
+// # Many partitions
+//
+// No step costs an fsync per partition unless the partition has records to
+// make durable (see package log, Durability). GetOrCreate creates a log with
+// no fsync: the sync of its first record makes it durable. A start syncs
+// each log dir once, loads its logs (log.Open syncs nothing), then makes
+// durable, in one pass with syncFanOut logs syncing at once, what the loads
+// recovered or rebuilt (log.NeedsSync: after a clean shutdown nothing; after
+// a crash, the logs with records above their checkpointed recovery point),
+// and only then writes the checkpoints. Close closes the logs of each dir
+// syncFanOut at once; a log whose records are all synced closes without an
+// fsync. A checkpoint file whose entries have not changed since it was
+// last written is not rewritten. So a start after a clean shutdown and a
+// clean stop cost a few fsyncs per log dir whatever the number of
+// partitions, and a start after a crash one pass of fsyncs over the logs
+// with unsynced records. Each log keeps one open file per segment.
+//
 // # On-disk format, per log dir (Kafka's names and layouts)
 //
 //   - <topic>-<partition>/: one directory per partition log (see package log),
 //     with Kafka's partition.metadata ("version: 0", "topic_id: <id>")
-//     naming the topic id it belongs to;
+//     naming the topic id it belongs to (written by the log,
+//     log.Log.AssignTopicID). One that holds neither records nor
+//     partition.metadata, and that the metadata does not know, is what a
+//     crash left of its creation (partition.metadata is durable before any
+//     record is): a start removes it rather than setting it aside.
+//   - <topic>-<partition>.<32 hex digits>-delete/: a deleted partition's log
+//     (log.Log.Delete renames it so, durably, before removing its files). A
+//     start that finds one removes it, as Kafka does: a deletion a crash cut
+//     off.
 //   - <topic>-<partition>.<32 hex digits>-stray/: a stray log (KIP-858): a
 //     partition log found at load that the metadata does not know (Options.
 //     Stray: no such topic or partition, or partition.metadata names another

@@ -82,6 +82,7 @@ type Manager struct {
 	count  map[string]int        // partitions per log dir
 	strays map[string][]StrayLog // by log dir; guarded by mu
 	ckMu   sync.Mutex
+	ckLast map[string]string // checkpoint file → the entries it was last written with (ckMu)
 	timers []clock.Timer
 	stopMu sync.Mutex
 	closed bool
@@ -102,7 +103,7 @@ func Open(o Options) (*Manager, error) {
 		o.RecoveryThreadsPerDir = 1
 	}
 	m := &Manager{o: o, logs: make(map[topicpart.TopicPartition]*log.Log), dirOf: make(map[topicpart.TopicPartition]string),
-		count: make(map[string]int), strays: make(map[string][]StrayLog)}
+		count: make(map[string]int), strays: make(map[string][]StrayLog), ckLast: make(map[string]string)}
 	m.fs = dirFS{FS: o.FS, m: m}
 	for _, d := range o.Dirs {
 		if m.LogDir(d) == nil {
@@ -485,9 +486,17 @@ func (m *Manager) checkpoint(name string, get func(*log.Log) int64) error {
 		if d.failure.Err() != nil {
 			continue // nothing is written to an offline dir
 		}
-		if err := vfs.WriteCheckpoint(m.fs, filepath.Join(d.path, name), checkpointVersion, byDir[d.path]); err != nil {
-			errs = append(errs, fmt.Errorf("write %s in %s: %w", name, d.path, err))
+		path := filepath.Join(d.path, name)
+		body := strings.Join(byDir[d.path], "\n")
+		if last, ok := m.ckLast[path]; ok && last == body {
+			continue // the file says so already, durably: no fsync for nothing
 		}
+		if err := vfs.WriteCheckpoint(m.fs, path, checkpointVersion, byDir[d.path]); err != nil {
+			delete(m.ckLast, path)
+			errs = append(errs, fmt.Errorf("write %s in %s: %w", name, d.path, err))
+			continue
+		}
+		m.ckLast[path] = body
 	}
 	return errors.Join(errs...)
 }
