@@ -557,3 +557,71 @@ func (p prefixed) Fatalf(format string, args ...any) {
 	p.T.Helper()
 	p.T.Fatalf(p.prefix+format, args...)
 }
+
+// A new log costs no fsync until its first record: Open, AssignTopicID and
+// AssignLeaderEpoch write unsynced, and the sync of the first record makes
+// the log's directory, its entry in the parent, partition.metadata and the
+// epoch durable. Crashing at every step: once SyncTo has returned, the
+// crash image holds the record, the topic id and the epoch; before, it
+// holds a loadable log (or none) and never a record without its topic id.
+func TestNewLogDurableWithItsFirstRecord(t *testing.T) {
+	id := [16]byte{7, 7, 7}
+	run := func(fs vfs.FS) (acked bool, err error) {
+		l, err := Open(Options{FS: fs, Clock: clock.NewFake(t0), Dir: crashDir, Config: crashConfig(), Logger: discardLogger(),
+			RecoveryPoint: 0, LogStartOffset: 0, HighWatermark: 0, CleanShutdown: true})
+		if err != nil {
+			return false, err
+		}
+		if err := l.AssignTopicID(id); err != nil {
+			return false, err
+		}
+		if err := l.AssignLeaderEpoch(3); err != nil {
+			return false, err
+		}
+		if _, err := l.Append(testBatch(t, 2, t0.UnixMilli(), "k"), OriginClient, 3); err != nil {
+			return false, err
+		}
+		if err := l.SyncTo(2); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	counter := vfs.NewCountingInjector()
+	if _, err := run(vfs.NewInjecting(vfs.NewMem(), counter)); err != nil {
+		t.Fatal(err)
+	}
+	syncs := vfs.NewCountingInjector(vfs.OpSync, vfs.OpSyncDir)
+	mem := vfs.NewMem()
+	if _, err := run(vfs.NewInjecting(mem, syncs)); err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Count(); n > 6 {
+		t.Fatalf("a new log and its first record cost %d fsyncs", n)
+	}
+	for k := int64(0); k <= counter.Count(); k++ {
+		mem := vfs.NewMem()
+		acked, _ := run(vfs.NewInjecting(mem, vfs.FromIndex(k)))
+		img := mem.CrashClone()
+		if _, err := img.Stat(crashDir); vfs.IsNotExist(err) {
+			if acked {
+				t.Fatalf("crash at op %d: the log's directory is lost after its record was acknowledged", k)
+			}
+			continue
+		}
+		l, err := Open(Options{FS: img, Clock: clock.NewFake(t0), Dir: crashDir, Config: crashConfig(), Logger: discardLogger(),
+			RecoveryPoint: 0, LogStartOffset: -1, HighWatermark: -1})
+		if err != nil {
+			t.Fatalf("crash at op %d: open: %v", k, err)
+		}
+		gotID := ReadTopicID(img, crashDir)
+		if l.LogEndOffset() > 0 && gotID != id {
+			t.Fatalf("crash at op %d: a record without partition.metadata naming its topic (%x)", k, gotID)
+		}
+		if acked {
+			if l.LogEndOffset() != 2 || gotID != id || l.LatestEpoch() != 3 {
+				t.Fatalf("crash at op %d after the acknowledgement: LEO %d, topic id %x, epoch %d", k, l.LogEndOffset(), gotID, l.LatestEpoch())
+			}
+		}
+		l.Close()
+	}
+}

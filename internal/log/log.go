@@ -153,6 +153,7 @@ type Log struct {
 	topicID     [16]byte
 	metaPending []byte
 	metaSync    bool
+	created     bool // Open created the log's directory
 	// syncEpochs: Open changed the epoch cache from the batches it scanned
 	// (below the log end offset): the next sync must write it even if no
 	// record is appended.

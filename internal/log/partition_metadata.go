@@ -55,11 +55,11 @@ func (l *Log) TopicID() [16]byte {
 
 // AssignTopicID records in partition.metadata the id of the topic the log
 // belongs to (Kafka's UnifiedLog.assignTopicId), unless it says so already.
-// The file must be durable before any record is, since a log found at start
-// without one is set aside as stray: a log holding no record yet writes it
-// without an fsync and the sync of its first record rewrites it durably (as
-// Kafka flushes it before the first append), so creating a partition costs
-// no fsync; a log holding records writes it durably at once.
+// The file must be durable before any record is acknowledged, since a log
+// found at start without one is set aside as stray: a log holding no record
+// yet writes it without an fsync and the sync of its first record rewrites
+// it durably (Kafka flushes it before the first append), so creating a
+// partition costs no fsync; a log holding records writes it durably at once.
 func (l *Log) AssignTopicID(id [16]byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -71,9 +71,11 @@ func (l *Log) AssignTopicID(id [16]byte) error {
 	}
 	path := filepath.Join(l.dir, PartitionMetadataFile)
 	body := encodePartitionMetadata(id)
-	if old, err := vfs.ReadFile(l.fs, path); err == nil && bytes.Equal(old, body) {
-		l.topicID = id
-		return nil
+	if !l.created {
+		if old, err := vfs.ReadFile(l.fs, path); err == nil && bytes.Equal(old, body) {
+			l.topicID = id
+			return nil
+		}
 	}
 	if l.durable.Load() > 0 || l.leo.Load() > 0 {
 		if err := vfs.WriteFileAtomic(l.fs, path, body); err != nil {
@@ -82,13 +84,33 @@ func (l *Log) AssignTopicID(id [16]byte) error {
 		l.topicID = id
 		return nil
 	}
-	f, err := vfs.WriteFileUnsynced(l.fs, path, body)
-	if err != nil {
+	if err := l.writeFresh(path, body); err != nil {
 		return l.ioErr(err)
 	}
-	f.Close()
 	l.topicID, l.metaPending = id, body
 	l.dirDirty = true
 	l.noteSyncStateLocked()
 	return nil
+}
+
+// writeFresh writes a small file without an fsync: straight into place in a
+// directory Open has just created (no older file to keep), through a temp
+// file and a rename otherwise.
+func (l *Log) writeFresh(path string, data []byte) error {
+	if !l.created || l.topicID != ([16]byte{}) {
+		f, err := vfs.WriteFileUnsynced(l.fs, path, data)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	f, err := l.fs.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -261,6 +261,12 @@ func listSnapshots(fs vfs.FS, dir string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return snapshotOffsets(names), nil
+}
+
+// snapshotOffsets returns the offsets of the snapshot files among a
+// directory's names, ascending.
+func snapshotOffsets(names []string) []int64 {
 	var offs []int64
 	for _, n := range names {
 		if !strings.HasSuffix(n, SnapshotSuffix) || len(n) != 20+len(SnapshotSuffix) {
@@ -271,7 +277,7 @@ func listSnapshots(fs vfs.FS, dir string) ([]int64, error) {
 		}
 	}
 	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
-	return offs, nil
+	return offs
 }
 
 func snapshotPath(dir string, off int64) string {

@@ -35,7 +35,7 @@ func Open(o Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{fs: o.FS, clock: o.Clock, dir: o.Dir, logger: o.Logger, producers: newProducerState(), domain: o.Failure,
-		parentDirs: parents, topicID: o.TopicID}
+		parentDirs: parents, topicID: o.TopicID, created: len(parents) > 0}
 	if len(parents) == 0 && o.RecoveryPoint <= 0 {
 		// Nothing says a sync ever covered a record of this log (one does
 		// before a recovery point above 0 is checkpointed): its directory's
@@ -75,7 +75,7 @@ func Open(o Options) (*Log, error) {
 		return nil, err
 	}
 	l.mu.Lock()
-	err = l.load(segs, o)
+	err = l.load(segs, names, o)
 	l.mu.Unlock()
 	if err != nil {
 		for _, s := range l.segmentsOrNil() {
@@ -285,7 +285,7 @@ func (l *Log) openSegments(names []string, o Options) ([]*segment, error) {
 // first bad byte), and its index files rewritten. The last segment is always
 // walked: validated after an unclean stop, its batch headers only after a
 // clean one; its index is rebuilt in memory either way.
-func (l *Log) load(segs []*segment, o Options) error {
+func (l *Log) load(segs []*segment, names []string, o Options) error {
 	recoverFrom := max(o.RecoveryPoint, 0)
 	durable := int64(math.MaxInt64)
 	if !o.CleanShutdown {
@@ -386,7 +386,7 @@ func (l *Log) load(segs []*segment, o Options) error {
 	if !o.CleanShutdown {
 		trusted = min(leo, recoverFrom)
 	}
-	if err := l.loadProducerState(trusted); err != nil {
+	if err := l.loadProducerState(trusted, snapshotOffsets(names)); err != nil {
 		return err
 	}
 	l.durable.Store(min(durable, leo))
@@ -511,13 +511,11 @@ func (l *Log) scanSegment(s *segment, limit int64, validate bool, epochsChanged 
 // producer is known. So each segment's base offset keeps a snapshot, and the
 // one at whichever segment retention leaves first carries every producer of
 // the deleted ones.
-func (l *Log) loadProducerState(upTo int64) error {
+//
+// offs are the offsets of the snapshot files in the log's directory.
+func (l *Log) loadProducerState(upTo int64, offs []int64) error {
 	segs := l.segments()
 	upTo = max(upTo, segs[0].baseOffset)
-	offs, err := listSnapshots(l.fs, l.dir)
-	if err != nil {
-		return err
-	}
 	nowMs, expMs := l.nowMs(), l.config().ProducerIDExpirationMs
 	from := segs[0].baseOffset
 	for i := len(offs) - 1; i >= 0; i-- {

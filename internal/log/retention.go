@@ -312,7 +312,10 @@ func (l *Log) truncateToLocked(offset int64) error {
 		}
 	}
 	l.producers = newProducerState()
-	if err := l.loadProducerState(leo); err != nil {
+	if offs, err = listSnapshots(l.fs, l.dir); err != nil {
+		return err
+	}
+	if err := l.loadProducerState(leo, offs); err != nil {
 		return err
 	}
 	l.logger.Info("truncated log", "dir", l.dir, "log_end_offset", leo)

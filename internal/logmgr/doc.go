@@ -31,7 +31,8 @@
 //     log.Log.AssignTopicID). One that holds neither records nor
 //     partition.metadata, and that the metadata does not know, is what a
 //     crash left of its creation (partition.metadata is durable before any
-//     record is): a start removes it rather than setting it aside.
+//     record is acknowledged): a start removes it rather than setting it
+//     aside.
 //   - <topic>-<partition>.<32 hex digits>-delete/: a deleted partition's log
 //     (log.Log.Delete renames it so, durably, before removing its files). A
 //     start that finds one removes it, as Kafka does: a deletion a crash cut

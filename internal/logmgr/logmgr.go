@@ -276,9 +276,9 @@ type loadJob struct {
 // scanDir lists the partition logs of dir to load, sets aside (durably)
 // the ones the metadata does not know, records dir's stray logs, and
 // removes what a crash left of deletions (<topic>-<partition>.<id>-delete,
-// as Kafka does at start) and of creations (a partition directory with no
-// partition.metadata and no record: the file is durable before any record
-// is, see log.Log.AssignTopicID).
+// as Kafka does at start) and of creations (a partition directory the
+// metadata does not know with no partition.metadata and no record: the file
+// is durable before any record is acknowledged, see log.Log.AssignTopicID).
 func (m *Manager) scanDir(dir string) ([]loadJob, error) {
 	fs := m.fs
 	names, err := fs.List(dir)
