@@ -294,13 +294,16 @@ func (l *Log) truncateToLocked(offset int64) error {
 		return err
 	}
 	removed := false
+	kept := offs[:0]
 	for _, o := range offs {
-		if o > leo {
-			if err := l.fs.Remove(snapshotPath(l.dir, o)); err != nil && !vfs.IsNotExist(err) {
-				return err
-			}
-			removed = true
+		if o <= leo {
+			kept = append(kept, o)
+			continue
 		}
+		if err := l.fs.Remove(snapshotPath(l.dir, o)); err != nil && !vfs.IsNotExist(err) {
+			return err
+		}
+		removed = true
 	}
 	// The removals must be durable before anything is appended again: a
 	// snapshot past the truncation point that a crash brings back would,
@@ -312,10 +315,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 		}
 	}
 	l.producers = newProducerState()
-	if offs, err = listSnapshots(l.fs, l.dir); err != nil {
-		return err
-	}
-	if err := l.loadProducerState(leo, offs); err != nil {
+	if err := l.loadProducerState(leo, kept); err != nil {
 		return err
 	}
 	l.logger.Info("truncated log", "dir", l.dir, "log_end_offset", leo)
