@@ -268,13 +268,6 @@ func (x *index) fileHoldsLocked(b []byte) bool {
 	return bytes.Equal(got, b)
 }
 
-// activate brings the index into memory: its segment is the active one.
-func (x *index) activate() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.loadLocked(x.entries())
-}
-
 // eachEntry calls fn with every entry in order, reading an index on file in
 // bounded chunks. x.mu need not be held: load and recovery own the segment.
 func (x *index) eachEntry(fn func(i int, e []byte) error) error {
