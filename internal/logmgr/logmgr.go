@@ -81,11 +81,15 @@ type Manager struct {
 	dirOf  map[topicpart.TopicPartition]string
 	count  map[string]int        // partitions per log dir
 	strays map[string][]StrayLog // by log dir; guarded by mu
-	ckMu   sync.Mutex
-	ckLast map[string]string // checkpoint file → the entries it was last written with (ckMu)
-	timers []clock.Timer
-	stopMu sync.Mutex
-	closed bool
+	// fresh are the logs GetOrCreate made since the last syncFresh pass,
+	// which freshTimer will run (mu).
+	fresh      []*log.Log
+	freshTimer clock.Timer
+	ckMu       sync.Mutex
+	ckLast     map[string]string // checkpoint file → the entries it was last written with (ckMu)
+	timers     []clock.Timer
+	stopMu     sync.Mutex
+	closed     bool
 	// RetentionHook, if set, is told about each retention deletion (metrics).
 	RetentionHook func(tp topicpart.TopicPartition, r log.RetentionResult)
 	cleaner       cleanerPoints // cleaner-offset-checkpoint (cleanercheckpoint.go)
@@ -428,7 +432,38 @@ func (m *Manager) GetOrCreate(tp topicpart.TopicPartition, cfg log.Config) (*log
 	}
 	m.logs[tp], m.dirOf[tp] = l, dir
 	m.count[dir]++
+	m.fresh = append(m.fresh, l)
+	if m.freshTimer == nil {
+		m.freshTimer = m.o.Clock.AfterFunc(freshSyncDelay, m.syncFresh)
+	}
 	return l, nil
+}
+
+// freshSyncDelay is how long after a log is created the background pass
+// that makes new logs durable starts (a CreateTopics creates its partitions
+// in a burst, and the pass takes them all, after their partition.metadata
+// and leader epoch are written).
+const freshSyncDelay = 100 * time.Millisecond
+
+// syncFresh makes the logs created since the last pass durable (their
+// directories, partition.metadata, epochs), syncFanOut at once, so that
+// their first records' syncs have only the records to write. A log that
+// gets a record first pays for itself (log.Open); a failed fsync takes its
+// dir offline as any other.
+func (m *Manager) syncFresh() {
+	m.mu.Lock()
+	logs := m.fresh
+	m.fresh, m.freshTimer = nil, nil
+	m.mu.Unlock()
+	err := forEach(len(logs), syncFanOut, func(i int) error {
+		if err := logs[i].Flush(); err != nil && !errors.Is(err, log.ErrClosed) && logs[i].Failed() == nil {
+			return fmt.Errorf("sync new log %s: %w", logs[i].Dir(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		m.o.Logger.Warn("making new logs durable failed", "err", err)
+	}
 }
 
 // Delete removes tp's log and its files.
@@ -619,6 +654,10 @@ func (m *Manager) Close() error {
 	m.stopMu.Unlock()
 	m.mu.Lock()
 	m.closed = true
+	if m.freshTimer != nil {
+		m.freshTimer.Stop()
+		m.fresh, m.freshTimer = nil, nil
+	}
 	m.mu.Unlock()
 	errs := []error{m.CheckpointAll()}
 	if err := m.closeLogs(); err != nil {
