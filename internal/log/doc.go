@@ -50,12 +50,14 @@
 // The index files hold exactly their entries. They are written when their
 // segment is sealed: it rolls, recovery rebuilds it, or the cleaner writes
 // it (see Memory and open files). The active segment's entries are in
-// memory; its files are written at a clean close (unless they already hold
-// those entries) for Kafka's tools, and Open never reads them: it rebuilds
-// the active segment's entries from its batches, which it walks anyway. (Kafka
-// preallocates the active segment's files and maps them; after a crash
-// Gregor's active segment may have none, or stale ones, which Kafka too would
-// rebuild.)
+// memory; its files are written at a clean close for Kafka's tools (unless
+// they already hold those entries, or the segment is smaller than
+// index.interval.bytes and has no offset index entry: many small partitions
+// then stop without creating two files each), and Open never reads them: it
+// rebuilds the active segment's entries from its batches, which it walks
+// anyway. (Kafka preallocates the active segment's files and maps them;
+// Gregor's active segment may have none, or stale ones after a crash, which
+// Kafka too would rebuild.)
 //
 // plus leader-epoch-checkpoint (version 0, "epoch startOffset" lines) and
 // partition.metadata ("version: 0", "topic_id: <base64url id>": the topic the

@@ -917,9 +917,10 @@ func (l *Log) RemoveExpiredProducers(now time.Time) int {
 }
 
 // Close syncs what is not yet durable, writes the active segment's index
-// files (unless they are current) and a producer-state snapshot at the log
-// end offset (if the log has sealed segments), and closes every file. After
-// a clean Close the log reopens without a rescan.
+// files (if it has offset index entries and the files are not current) and
+// a producer-state snapshot at the log end offset (if the log has sealed
+// segments), and closes every file. After a clean Close the log reopens
+// without a rescan.
 //
 // A log whose records were all synced (acks=all traffic keeps them so)
 // closes without an fsync: the files written here need none, since a start
@@ -980,12 +981,18 @@ func (l *Log) Close() error {
 		}
 	}
 	// The active segment's index files, for Kafka's tools (a start does
-	// not read them: it rebuilds the entries from the batches), unless
-	// they are current.
-	idx, ierr := l.sealSegmentOrKeep(l.active(), true)
-	keep(ierr)
-	for _, f := range idx {
-		keep(f.Close())
+	// not read them: it rebuilds the entries from the batches), unless they
+	// are current, or the segment is too small to have an offset index
+	// entry (one below index.interval.bytes: many small partitions stop
+	// without creating two files each).
+	if act := l.active(); act.index.entries() > 0 {
+		idx, ierr := l.sealSegmentOrKeep(act, true)
+		keep(ierr)
+		for _, f := range idx {
+			keep(f.Close())
+		}
+	} else {
+		keep(act.trimLog())
 	}
 	// The snapshot spares the next start a replay of the sealed segments'
 	// batches (a start walks the active segment anyway). One already at

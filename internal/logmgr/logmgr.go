@@ -433,16 +433,18 @@ func (m *Manager) GetOrCreate(tp topicpart.TopicPartition, cfg log.Config) (*log
 	m.logs[tp], m.dirOf[tp] = l, dir
 	m.count[dir]++
 	m.fresh = append(m.fresh, l)
-	if m.freshTimer == nil {
-		m.freshTimer = m.o.Clock.AfterFunc(freshSyncDelay, m.syncFresh)
+	if m.freshTimer != nil {
+		m.freshTimer.Stop()
 	}
+	m.freshTimer = m.o.Clock.AfterFunc(freshSyncDelay, m.syncFresh)
 	return l, nil
 }
 
-// freshSyncDelay is how long after a log is created the background pass
-// that makes new logs durable starts (a CreateTopics creates its partitions
-// in a burst, and the pass takes them all, after their partition.metadata
-// and leader epoch are written).
+// freshSyncDelay is how long after the last of a burst of new logs (a
+// CreateTopics creates its partitions one after the other) the background
+// pass that makes them durable starts: after their partition.metadata and
+// leader epoch are written, and without its fsyncs slowing the creation of
+// the rest of the burst.
 const freshSyncDelay = 100 * time.Millisecond
 
 // syncFresh makes the logs created since the last pass durable (their
