@@ -286,6 +286,65 @@ func (l *Log) openSegments(names []string, o Options) ([]*segment, error) {
 // walked: validated after an unclean stop, its batch headers only after a
 // clean one; its index is rebuilt in memory either way.
 func (l *Log) load(segs []*segment, names []string, o Options) error {
+	segs, durable, epochsChanged, err := l.loadSegments(segs, o)
+	if err != nil {
+		return err
+	}
+	logStart := max(o.LogStartOffset, 0)
+	if len(segs) > 0 {
+		logStart = max(logStart, segs[0].baseOffset)
+	}
+	if len(segs) == 0 {
+		s, err := l.createSegment(logStart, l.nowMs())
+		if err != nil {
+			return err
+		}
+		segs = append(segs, s)
+	}
+	act := segs[len(segs)-1]
+	l.publish(segs)
+	leo := max(act.nextOffset, act.baseOffset)
+	logStart = min(logStart, leo)
+	l.leo.Store(leo)
+	l.logStart.Store(logStart)
+	if err := l.epochs.truncateFromEnd(leo, false); err != nil {
+		return err
+	}
+	if err := l.epochs.truncateFromStart(logStart, false); err != nil {
+		return err
+	}
+	l.syncEpochs = epochsChanged
+	// After an unclean stop a snapshot above the recovery point may describe
+	// batches that did not reach the disk: rebuild from an older one.
+	trusted := leo
+	if !o.CleanShutdown {
+		trusted = min(leo, max(o.RecoveryPoint, 0))
+	}
+	if err := l.loadProducerState(trusted, snapshotOffsets(names)); err != nil {
+		return err
+	}
+	l.durable.Store(min(durable, leo))
+	if l.durable.Load() < leo {
+		// Segments above the recovery point may have been created since the
+		// directory was last synced (Kafka flushes the directory with them).
+		l.dirDirty = true
+	}
+	l.noteSyncStateLocked()
+	hw := o.HighWatermark
+	if hw < 0 {
+		hw = logStart
+	}
+	l.hw.Store(min(max(hw, logStart), leo))
+	l.logger.Debug("loaded log", "dir", l.dir, "segments", len(segs), "log_start_offset", logStart,
+		"log_end_offset", leo, "clean_shutdown", o.CleanShutdown)
+	return nil
+}
+
+// loadSegments trusts, checks or rescans each segment (see load). It
+// returns the segments left (a cut segment ends the log), the durable point
+// (the recovery point after an unclean stop, below any cut; MaxInt64 after a
+// clean one), and whether the epoch cache took entries from the batches.
+func (l *Log) loadSegments(segs []*segment, o Options) ([]*segment, int64, bool, error) {
 	recoverFrom := max(o.RecoveryPoint, 0)
 	durable := int64(math.MaxInt64)
 	if !o.CleanShutdown {
@@ -320,14 +379,14 @@ func (l *Log) load(segs []*segment, names []string, o Options) error {
 			if _, err := l.scanSegment(s, limit, false, &epochsChanged); err == nil {
 				continue
 			} else if !errors.Is(err, ErrCorruptSegment) {
-				return err
+				return nil, 0, false, err
 			} else {
 				l.logger.Warn("rescanning the active segment", "dir", l.dir, "segment", s.baseOffset, "err", err)
 			}
 		}
 		truncated, err := l.scanSegment(s, limit, true, &epochsChanged)
 		if err != nil {
-			return err
+			return nil, 0, false, err
 		}
 		if truncated {
 			// The cut must reach the disk before a recovery point above it.
@@ -337,7 +396,7 @@ func (l *Log) load(segs []*segment, names []string, o Options) error {
 			l.logger.Warn("deleting segments after a truncated segment", "dir", l.dir,
 				"segment", s.baseOffset, "deleted", len(segs)-i-1)
 			if err := l.removeSegmentFiles(segs[i+1:]); err != nil {
-				return err
+				return nil, 0, false, err
 			}
 			segs = segs[:i+1]
 			last = true
@@ -349,61 +408,14 @@ func (l *Log) load(segs []*segment, names []string, o Options) error {
 			// passes it.
 			idx, err := l.sealSegment(s)
 			if err != nil {
-				return err
+				return nil, 0, false, err
 			}
 			l.pending = append(l.pending, idx...)
 			l.unsynced = append(l.unsynced, s)
 			l.dirDirty = true
 		}
 	}
-	logStart := max(o.LogStartOffset, 0)
-	if len(segs) > 0 {
-		logStart = max(logStart, segs[0].baseOffset)
-	}
-	if len(segs) == 0 {
-		s, err := l.createSegment(logStart, l.nowMs())
-		if err != nil {
-			return err
-		}
-		segs = append(segs, s)
-	}
-	act := segs[len(segs)-1]
-	l.publish(segs)
-	leo := max(act.nextOffset, act.baseOffset)
-	logStart = min(logStart, leo)
-	l.leo.Store(leo)
-	l.logStart.Store(logStart)
-	if err := l.epochs.truncateFromEnd(leo, false); err != nil {
-		return err
-	}
-	if err := l.epochs.truncateFromStart(logStart, false); err != nil {
-		return err
-	}
-	l.syncEpochs = epochsChanged
-	// After an unclean stop a snapshot above the recovery point may describe
-	// batches that did not reach the disk: rebuild from an older one.
-	trusted := leo
-	if !o.CleanShutdown {
-		trusted = min(leo, recoverFrom)
-	}
-	if err := l.loadProducerState(trusted, snapshotOffsets(names)); err != nil {
-		return err
-	}
-	l.durable.Store(min(durable, leo))
-	if l.durable.Load() < leo {
-		// Segments above the recovery point may have been created since the
-		// directory was last synced (Kafka flushes the directory with them).
-		l.dirDirty = true
-	}
-	l.noteSyncStateLocked()
-	hw := o.HighWatermark
-	if hw < 0 {
-		hw = logStart
-	}
-	l.hw.Store(min(max(hw, logStart), leo))
-	l.logger.Debug("loaded log", "dir", l.dir, "segments", len(segs), "log_start_offset", logStart,
-		"log_end_offset", leo, "clean_shutdown", o.CleanShutdown)
-	return nil
+	return segs, durable, epochsChanged, nil
 }
 
 // scanSegment walks a segment's batches from its start and rebuilds its
