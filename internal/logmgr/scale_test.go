@@ -280,3 +280,60 @@ func TestUnfinishedCreationIsRemovedNotSetAside(t *testing.T) {
 		t.Fatalf("strays %+v, want t-1 (which holds records) set aside", s)
 	}
 }
+
+// A log keeps one open file per segment however many segments it has: a
+// sealed segment's index files are opened only by the lookups that read
+// them (and the index files a roll wrote only until the next sync).
+func TestOneOpenFilePerSegment(t *testing.T) {
+	files := &openFiles{FS: vfs.NewMem()}
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := testConfig("t")
+	cfg.IndexIntervalBytes = 0 // every batch indexed: lookups read the files
+	open := func(clean bool) *log.Log {
+		t.Helper()
+		l, err := log.Open(log.Options{FS: files, Clock: clk, Dir: "/d/t-0", Config: cfg, RecoveryPoint: -1,
+			LogStartOffset: -1, HighWatermark: -1, CleanShutdown: clean})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	l := open(false)
+	for l.NumSegments() < 20 {
+		if _, err := l.Append(batch(t, clk.Now().UnixMilli()), log.OriginClient, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		if n := files.n.Load(); n != int64(l.NumSegments()) {
+			t.Fatalf("%s: %d files open for %d segments", what, n, l.NumSegments())
+		}
+	}
+	check("after appending and a sync")
+	readAll := func() {
+		var buf []byte
+		for off := l.LogStartOffset(); off < l.LogEndOffset(); off++ {
+			var err error
+			if buf, err = l.Read(buf[:0], off, 1, l.LogEndOffset(), true); err != nil || len(buf) == 0 {
+				t.Fatalf("read at %d: %d bytes, %v", off, len(buf), err)
+			}
+		}
+	}
+	readAll()
+	check("after reading every offset")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := files.n.Load(); n != 0 {
+		t.Fatalf("%d files open after Close", n)
+	}
+	l = open(true)
+	defer l.Close()
+	check("after a clean reopen")
+	readAll()
+	check("after reading every offset again")
+}
