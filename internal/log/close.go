@@ -122,11 +122,14 @@ func (l *Log) Delete(deleteName string) error {
 	return l.fs.RemoveAll(to)
 }
 
-// closeSyncLocked is Close's sync: what is not yet durable, unless only a
-// log holding no record waits for it (its directory entries, metadata and
-// epochs describe nothing durable: they are written, not synced). A
-// preallocated active file is trimmed first, and the sync makes its size
-// durable. syncMu and l.mu are held.
+// closeSyncLocked is Close's sync: what is not yet durable, if any record
+// (or what its recovery relies on) waits for it. Otherwise nothing is
+// written: a new log's directory entries and metadata were written at its
+// creation, and epoch entries no sync wrote describe no record (a leader
+// epoch assigned at the log end offset, entries a load dropped), which the
+// next load computes again from the file as it is. A preallocated active
+// file is trimmed first, and the sync makes its size durable. syncMu and
+// l.mu are held.
 func (l *Log) closeSyncLocked(leo int64) error {
 	act := l.active()
 	trimmed := act.preallocated
@@ -135,12 +138,14 @@ func (l *Log) closeSyncLocked(leo int64) error {
 	}
 	plan := l.takeSyncLocked(leo)
 	plan.syncActive = plan.syncActive || trimmed
-	if plan.protects() || (l.Size() > 0 && l.epochs.isDirty()) {
-		if err := l.syncFiles(&plan); err != nil {
-			return l.fail(err)
+	if !plan.protects() {
+		for _, f := range plan.pending {
+			f.Close()
 		}
 		return nil
 	}
-	_, err := l.epochs.writeIfDirty(false, false)
-	return l.ioErr(err)
+	if err := l.syncFiles(&plan); err != nil {
+		return l.fail(err)
+	}
+	return nil
 }

@@ -199,7 +199,10 @@
 // snapshot at the log end offset without an fsync: a start rebuilds the
 // active segment's entries and skips a snapshot it cannot read (an older one
 // and a replay of batch headers give the same state). A snapshot already at
-// the log end offset is kept, never replaced by an unsynced copy.
+// the log end offset is kept, never replaced by an unsynced copy. Epoch
+// entries no sync wrote then describe no record (a leader epoch assigned at
+// the log end offset, entries a load dropped): Close does not write them,
+// and the next load computes the same cache from the file as it is.
 //
 // # Failures: a failed disk and a full one
 //

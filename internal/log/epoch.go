@@ -78,18 +78,10 @@ func (c *epochCache) changedLocked() {
 	c.gen++
 }
 
-// isDirty reports whether entries are waiting to be written.
-func (c *epochCache) isDirty() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.dirty
-}
-
-// writeIfDirty writes the file if entries changed since it was last
-// written, and reports whether it did. With durable its contents are fsynced
-// before the rename, and with syncDir the directory after; without durable
-// nothing is synced (Close of a log whose epochs no durable record needs).
-func (c *epochCache) writeIfDirty(durable, syncDir bool) (bool, error) {
+// writeIfDirty rewrites the file durably if entries changed since it was
+// last written (temp file, fsync, rename; with syncDir the directory too),
+// and reports whether it did.
+func (c *epochCache) writeIfDirty(syncDir bool) (bool, error) {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.RLock()
@@ -99,21 +91,13 @@ func (c *epochCache) writeIfDirty(durable, syncDir bool) (bool, error) {
 	}
 	data, gen := c.encodeLocked(), c.gen
 	c.mu.RUnlock()
-	if durable {
-		if err := vfs.WriteFileSynced(c.fs, c.path, data); err != nil {
+	if err := vfs.WriteFileSynced(c.fs, c.path, data); err != nil {
+		return false, err
+	}
+	if syncDir {
+		if err := c.fs.SyncDir(filepath.Dir(c.path)); err != nil {
 			return false, err
 		}
-		if syncDir {
-			if err := c.fs.SyncDir(filepath.Dir(c.path)); err != nil {
-				return false, err
-			}
-		}
-	} else {
-		f, err := vfs.WriteFileUnsynced(c.fs, c.path, data)
-		if err != nil {
-			return false, err
-		}
-		f.Close()
 	}
 	c.mu.Lock()
 	if c.gen == gen {
@@ -131,7 +115,7 @@ func (c *epochCache) settle(changed, persist bool) error {
 	if !changed || !persist {
 		return nil
 	}
-	_, err := c.writeIfDirty(true, true)
+	_, err := c.writeIfDirty(true)
 	return err
 }
 

@@ -182,7 +182,7 @@ func (l *Log) syncFiles(p *syncPlan) error {
 			return fmt.Errorf("sync %s: %w", p.active.path(LogSuffix), err)
 		}
 	}
-	wrote, err := l.epochs.writeIfDirty(true, false)
+	wrote, err := l.epochs.writeIfDirty(false)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", l.epochs.path, err)
 	}
