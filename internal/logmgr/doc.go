@@ -10,7 +10,10 @@
 //
 // No step costs an fsync per partition unless the partition has records to
 // make durable (see package log, Durability). GetOrCreate creates a log with
-// no fsync: the sync of its first record makes it durable. A start syncs
+// no fsync; a background pass (syncFresh, freshSyncDelay after the last of a
+// burst of creations, syncFanOut logs at once) makes the new logs durable,
+// and a log whose first record comes before it makes itself durable with
+// that record's sync. A start syncs
 // each log dir once, loads its logs (log.Open syncs nothing), then makes
 // durable, in one pass with syncFanOut logs syncing at once, what the loads
 // recovered or rebuilt (log.NeedsSync: after a clean shutdown nothing; after
@@ -97,5 +100,8 @@
 // takes no manager lock and OnDirChange (run on the goroutine that saw the
 // change, perhaps holding a log's locks, or mu inside GetOrCreate) may call
 // it. Background jobs run on the injected clock's timers and stop
-// on Close. Checkpoint files of one dir are written under ckMu.
+// on Close (the pass over new logs too: its timer is under mu).
+// Checkpoint files of one dir are written under ckMu. Loading, the sync
+// pass after it, the pass over new logs and Close run many logs at once
+// (forEach), each log from one goroutine at a time.
 package logmgr
