@@ -66,6 +66,11 @@ func TestManyPartitions(t *testing.T) {
 	topic := "scale"
 	created := createTopicTimed(t, p1.addr, topic, int32(n), within)
 	t.Logf("created one topic of %d partitions in %v; %d open files", n, created.Round(time.Millisecond), openFiles(t, p1))
+	if long {
+		floor := createFloor(t, dir, n)
+		t.Logf("the filesystem's floor for as many partitions (mkdir and three file creates each, no fsync) in %v: creation took %.1fx the floor",
+			floor.Round(time.Millisecond), created.Seconds()/floor.Seconds())
+	}
 	fdBound(p1, "after creating")
 
 	cl := newClient(t, p1.addr, kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -206,6 +211,36 @@ func createTopicTimed(t *testing.T, addr, topic string, partitions int32, within
 	var got int
 	if !pollUntil(within, func() bool { got = partitionsWithLeader(ctx, cl, topic); return got == int(partitions) }) {
 		t.Fatalf("%s: %d of %d partitions have a leader", topic, got, partitions)
+	}
+	return time.Since(start)
+}
+
+// createFloor times the least a filesystem does for n new partitions: a
+// directory and three empty files in each (a partition's .log,
+// partition.metadata and leader-epoch-checkpoint), without fsync. On ext4
+// that churns (other tests deleting files nearby) each create can scan
+// recently deleted inodes, and the floor moves by more than 10x between
+// runs, so creation is reported against it rather than alone.
+func createFloor(t *testing.T, dir string, n int) time.Duration {
+	t.Helper()
+	root, err := os.MkdirTemp(dir, "floor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	start := time.Now()
+	for i := range n {
+		d := fmt.Sprintf("%s/floor-%d", root, i)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"00000000000000000000.log", "partition.metadata", "leader-epoch-checkpoint"} {
+			f, err := os.Create(d + "/" + name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
 	}
 	return time.Since(start)
 }
