@@ -405,7 +405,11 @@ func (c *conn) process(frame []byte, received time.Time) bool {
 func (c *conn) dispatch(req *Request, size int) bool {
 	slot := metricSlot(req.Key, req.Body)
 	c.s.metrics.request(slot, req.Version)
+	called := time.Now()
+	c.s.metrics.stage(slot, stageRequestQueue, called.Sub(req.Received))
 	resp, err := c.handle(req)
+	handled := time.Now()
+	c.s.metrics.stage(slot, stageLocal, handled.Sub(called))
 	if err != nil {
 		if resp != nil {
 			c.drop(resp)
@@ -419,7 +423,7 @@ func (c *conn) dispatch(req *Request, size int) bool {
 		return false
 	}
 	return c.respond(inflight{key: req.Key, slot: slot, version: req.Version, correlationID: req.CorrelationID,
-		received: req.Received, size: size, resp: resp})
+		received: req.Received, handled: handled, size: size, resp: resp})
 }
 
 // respond queues e's response behind the requests in flight, or writes it
@@ -437,6 +441,8 @@ func (c *conn) respond(e inflight) bool {
 	if pushed {
 		return true
 	}
+	c.s.metrics.stage(e.slot, stageResponseQueue, 0)
+	c.s.metrics.stage(e.slot, stageRemote, 0)
 	ok := c.send(e, e.resp)
 	c.trimOut()
 	return ok
@@ -505,5 +511,5 @@ func (c *conn) answerUnsupportedApiVersions(frame []byte, hdr requestHeader, min
 	key.MaxVersion = maxV
 	resp.ApiKeys = append(resp.ApiKeys, key)
 	return c.respond(inflight{key: keyApiVersions, slot: keyApiVersions, version: 0,
-		correlationID: hdr.correlationID, received: received, size: len(frame), resp: resp})
+		correlationID: hdr.correlationID, received: received, handled: received, size: len(frame), resp: resp})
 }

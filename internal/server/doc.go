@@ -157,6 +157,7 @@
 //
 //	kafka_network_requestmetrics_requests_total{request,version}      counter: requests decoded and handed to the Handler
 //	kafka_network_requestmetrics_total_time_seconds{request}          histogram: last request byte read to last response byte written
+//	kafka_network_requestmetrics_<stage>_time_seconds{request}        histogram: the total split in stages (below)
 //	kafka_server_socket_server_metrics_incoming_byte_total{listener}  counter: request frame bytes read, size prefix included
 //	kafka_server_socket_server_metrics_outgoing_byte_total{listener}  counter: response frame bytes written, size prefix included
 //	kafka_server_socket_server_metrics_connection_count{listener}     gauge: open connections
@@ -165,6 +166,19 @@
 //	gregor_network_request_errors_total{listener,reason}              counter: requests not served normally
 //	gregor_network_request_memory_waits_total{listener}               counter: waits for request memory
 //	gregor_network_inflight_requests{listener}                        histogram: requests of the connection in flight, itself included, as each is handed on
+//
+// The stages, Kafka's RequestMetrics (RequestQueueTimeMs, LocalTimeMs,
+// RemoteTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs) as a pipelined
+// connection has them, follow each other and add up to at most the total
+// (what lies between them is a few instructions): request_queue (read to
+// the Handler called, decoding included), local (the Handler's own work),
+// response_queue (the Handler's return to the writer taking the response
+// up: waiting behind the connection's earlier answers), remote (the writer
+// taking it up to its answer known: a Deferred's Finish, e.g. the fsync a
+// produce waits for; zero for answers known at once) and response_send
+// (encode and write). A Deferred that became ready while earlier answers
+// were still being waited for shows its wait as response_queue, not
+// remote: the two together are the time spent waiting.
 //
 // MemoryPool.Collector adds kafka_network_socketserver_memorypoolavailable
 // and kafka_network_socketserver_memorypoolused (gauges, broker-wide).

@@ -34,6 +34,7 @@ type Metrics struct {
 	errors      *prometheus.CounterVec
 	memoryWaits *prometheus.CounterVec
 	inflight    *prometheus.HistogramVec
+	stageTime   [numStages]*prometheus.HistogramVec
 
 	// perAPI caches the children of requests and totalTime, so the request
 	// path does not hash label values.
@@ -43,9 +44,45 @@ type Metrics struct {
 
 type apiMetrics struct {
 	totalTime prometheus.Observer
+	stageTime [numStages]prometheus.Observer
 	// byVersion[v] counts requests of version v; nil until first used.
 	byVersion []atomic.Pointer[prometheus.Counter]
 }
+
+// The stages of a request's total time, Kafka's RequestMetrics split as a
+// pipelined connection sees them; they add up to the total time. Each is a
+// histogram kafka_network_requestmetrics_<stage>_time_seconds{request}.
+const (
+	// stageRequestQueue: last request byte read to the handler called
+	// (header and body decoded on the way).
+	stageRequestQueue = iota
+	// stageLocal: the handler's own work (for Produce: validation and the
+	// append to the page cache).
+	stageLocal
+	// stageResponseQueue: handler returned to the connection's writer
+	// taking the response up, i.e. waiting behind the responses of the
+	// connection's earlier requests, which are answered in order.
+	stageResponseQueue
+	// stageRemote: the writer took the response up to its answer known
+	// (a Deferred finished: for Produce the fsync or the replicas it waits
+	// for, for Fetch the long poll); zero for answers known at once.
+	stageRemote
+	// stageResponseSend: the response encoded and written to the socket.
+	stageResponseSend
+	numStages
+)
+
+var stageNames = [numStages]string{"request_queue", "local", "response_queue", "remote", "response_send"}
+
+var stageHelp = [numStages]string{
+	"Time from the last byte of a request read to the handler called (decoding included), by API name.",
+	"Time the handler spent on a request before returning (for Produce: validation and the append), by API name.",
+	"Time from the handler's return to the connection's writer taking the response up, behind the responses of the connection's earlier requests, by API name.",
+	"Time from the writer taking a response up to its answer being known (for Produce the fsync or replicas it waits for, for Fetch the long poll), by API name.",
+	"Time to encode and write a response to the socket, by API name.",
+}
+
+var timeBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
 // NewMetrics creates the collectors and registers them with reg (if reg is
 // not nil). It panics if registration fails, as a second registration of
@@ -59,7 +96,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		totalTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "kafka_network_requestmetrics_total_time_seconds",
 			Help:    "Time from the last byte of a request read to the last byte of its response written, by API name.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Buckets: timeBuckets,
 		}, []string{"request"}),
 		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kafka_server_socket_server_metrics_incoming_byte_total",
@@ -95,9 +132,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64},
 		}, []string{"listener"}),
 	}
+	for i := range m.stageTime {
+		m.stageTime[i] = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "kafka_network_requestmetrics_" + stageNames[i] + "_time_seconds",
+			Help:    stageHelp[i],
+			Buckets: timeBuckets,
+		}, []string{"request"})
+	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.totalTime, m.bytesIn, m.bytesOut,
 			m.connections, m.created, m.closed, m.errors, m.memoryWaits, m.inflight)
+		for _, h := range m.stageTime {
+			reg.MustRegister(h)
+		}
 	}
 	return m
 }
@@ -118,6 +165,9 @@ func (m *Metrics) api(key int16) *apiMetrics {
 	a := &apiMetrics{
 		totalTime: m.totalTime.WithLabelValues(slotName(key)),
 		byVersion: make([]atomic.Pointer[prometheus.Counter], int(maxVersion)+1),
+	}
+	for i, h := range m.stageTime {
+		a.stageTime[i] = h.WithLabelValues(slotName(key))
 	}
 	m.perAPI[key].Store(a)
 	return a
@@ -185,6 +235,14 @@ func (m *Metrics) observe(key int16, d time.Duration) {
 		return
 	}
 	m.api(key).totalTime.Observe(d.Seconds())
+}
+
+// stage records the time a request of key spent in one stage.
+func (m *Metrics) stage(key int16, stage int, d time.Duration) {
+	if m == nil || key < 0 || int(key) >= len(m.perAPI) {
+		return
+	}
+	m.api(key).stageTime[stage].Observe(d.Seconds())
 }
 
 // listenerMetrics are the per-listener children, resolved once per Server.
@@ -266,5 +324,11 @@ func (l *listenerMetrics) request(key, version int16) {
 func (l *listenerMetrics) observe(key int16, d time.Duration) {
 	if l != nil {
 		l.m.observe(key, d)
+	}
+}
+
+func (l *listenerMetrics) stage(key int16, stage int, d time.Duration) {
+	if l != nil {
+		l.m.stage(key, stage, d)
 	}
 }

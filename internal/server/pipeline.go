@@ -43,6 +43,8 @@ type inflight struct {
 	key, slot, version int16
 	correlationID      int32
 	received           time.Time
+	// handled is when the Handler returned the response.
+	handled time.Time
 	// size is the request's frame size, counted in the connection's bytes
 	// in flight.
 	size int
@@ -185,9 +187,13 @@ func (c *conn) writeLoop() {
 // must be closed.
 func (c *conn) answer(e inflight) bool {
 	resp := e.resp
+	picked := time.Now()
+	c.s.metrics.stage(e.slot, stageResponseQueue, picked.Sub(e.handled))
 	if d, ok := resp.(Deferred); ok {
 		var err error
-		if resp, err = c.finish(d, e); err != nil {
+		resp, err = c.finish(d, e)
+		c.s.metrics.stage(e.slot, stageRemote, time.Since(picked))
+		if err != nil {
 			if !errors.Is(err, errHandlerPanicked) {
 				c.s.metrics.error(reasonHandler)
 				c.log.Warn("closing connection: request handler failed",
@@ -200,6 +206,8 @@ func (c *conn) answer(e inflight) bool {
 			c.s.metrics.observe(e.slot, time.Since(e.received))
 			return true
 		}
+	} else {
+		c.s.metrics.stage(e.slot, stageRemote, 0)
 	}
 	return c.send(e, resp)
 }

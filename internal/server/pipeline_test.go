@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -405,4 +406,66 @@ func (ts *testServer) inflight() int {
 		return c.pipe.inFlight()
 	}
 	return -1
+}
+
+// A request's stage times say where its total time went: a Deferred's wait
+// is its remote time, and the answer pipelined behind it spends the same
+// wait in the response queue. Every stage is recorded once per request.
+func TestStageTimesSplitTheTotal(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ts, h := startPipeServer(t, Config{MaxInflightRequests: 5, Metrics: NewMetrics(reg)})
+	ts.reg = reg
+	c := dial(t, ts.addr)
+	c.send(metadataReq(), "wait:stages")
+	c.send(metadataReq(), "now")
+	deadline := time.Now().Add(10 * time.Second)
+	for h.handled.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if h.handled.Load() < 2 {
+		t.Fatal("the pipelined requests were not both handled")
+	}
+	const wait = 50 * time.Millisecond
+	time.Sleep(wait) // both wait for this long at least: the first in Finish, the second behind it
+	h.release("stages")
+	c.recvMetadata()
+	c.recvMetadata()
+
+	metadata := map[string]string{"request": "Metadata"}
+	for _, stage := range stageNames {
+		name := "kafka_network_requestmetrics_" + stage + "_time_seconds"
+		if n := ts.metric(t, name, metadata); n != 2 {
+			t.Errorf("%s counted %v requests, want 2", name, n)
+		}
+	}
+	waited := histogramSum(t, reg, "kafka_network_requestmetrics_response_queue_time_seconds") +
+		histogramSum(t, reg, "kafka_network_requestmetrics_remote_time_seconds")
+	if waited < 2*wait.Seconds() {
+		t.Errorf("response queue + remote time %.3fs, want at least %.3fs (each request waited %v)", waited, 2*wait.Seconds(), wait)
+	}
+	var stages float64
+	for _, stage := range stageNames {
+		stages += histogramSum(t, reg, "kafka_network_requestmetrics_"+stage+"_time_seconds")
+	}
+	if total := histogramSum(t, reg, "kafka_network_requestmetrics_total_time_seconds"); stages > total {
+		t.Errorf("stages add up to %.6fs, more than the total %.6fs", stages, total)
+	}
+}
+
+// histogramSum is the sum of the Metadata series of histogram name.
+func histogramSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			if f.GetName() == name && labelValue(m, "request") == "Metadata" {
+				return m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	t.Fatalf("no Metadata series of %s", name)
+	return 0
 }

@@ -66,6 +66,7 @@ func responseSizeHint(resp kmsg.Response) int {
 // writeResponse encodes resp into the reused buffer and writes it as one
 // frame with one write (a BulkResponse with one vectored write).
 func (c *conn) writeResponse(key, slot int16, correlationID int32, resp kmsg.Response, received time.Time) bool {
+	start := time.Now()
 	c.out = appendResponseHeader(c.responseBuffer(responseSizeHint(resp)), correlationID, responseHeaderV1(key, resp.IsFlexible()))
 	if idle := c.s.cfg.ConnectionsMaxIdle; idle > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(idle))
@@ -80,7 +81,9 @@ func (c *conn) writeResponse(key, slot int16, correlationID int32, resp kmsg.Res
 		n, err = c.nc.Write(c.out)
 	}
 	c.s.metrics.out(n)
-	c.s.metrics.observe(slot, time.Since(received))
+	end := time.Now()
+	c.s.metrics.stage(slot, stageResponseSend, end.Sub(start))
+	c.s.metrics.observe(slot, end.Sub(received))
 	if err != nil {
 		c.log.Info("closing connection: writing response failed",
 			"api", kmsg.NameForKey(key), "correlation_id", correlationID, "err", err)
