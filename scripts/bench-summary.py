@@ -68,6 +68,31 @@ def main(path):
                 xs = [field(ra[i], k) / field(rb[i], k) for i in both if field(ra[i], k) and field(rb[i], k)]
                 out.append(fmt(med(xs), 6, 2) + "x")
             print(f'{w:14} {a + "/" + b:22} ' + "  ".join(out) + f"   ({len(both)} rounds)")
+    stages(agg)
+
+
+def stages(agg):
+    """Where Gregor's produce time went (gregor bench's produce_stages: Kafka's
+    request stages and the fsyncs waited for), medians over the rounds."""
+    lines = []
+    for (w, s), rs in sorted(agg.items()):
+        per = collections.defaultdict(list)
+        for r in rs:
+            for st in r.get("produce_stages") or []:
+                per[st["stage"]].append(st)
+        if not per:
+            continue
+        cells = []
+        for name in ("request_queue", "local", "response_queue", "remote", "response_send", "total", "fsync"):
+            if name in per:
+                mean = med([st["mean_ms"] for st in per[name]])
+                p99 = med([st["p99_le_ms"] for st in per[name]])
+                cells.append(f"{name} {mean:.3f}/{p99:g}")
+        lines.append(f"{w:14} {s:15} " + "  ".join(cells))
+    if lines:
+        print()
+        print("Gregor's produce stages, ms: mean/p99 bucket bound (the stages add up to total; fsync: the flushes acks waited for)")
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":

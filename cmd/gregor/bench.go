@@ -44,6 +44,9 @@ type benchResult struct {
 	ServerWriteBytes      int64   `json:"server_write_bytes,omitempty"`
 	DiskBytesPerByte      float64 `json:"disk_bytes_per_byte,omitempty"`
 	InflightRequestsAvg   float64 `json:"inflight_requests_avg,omitempty"`
+	// ProduceStages splits a Gregor produce request's time over the
+	// window (Kafka's request stages, and the fsyncs waited for).
+	ProduceStages []StageFigures `json:"produce_stages,omitempty"`
 }
 
 func benchCmd() *cobra.Command {
@@ -72,7 +75,7 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.output, "output", "o", "table", "table or json")
 	cmd.Flags().IntVar(&f.clients, "clients", 1, "clients producing or consuming at once (each consumer reads the whole topic)")
 	cmd.Flags().IntVar(&f.serverPID, "server-pid", 0, "broker process on this machine: report its CPU seconds and bytes written to storage over the measured window")
-	cmd.Flags().StringVar(&f.serverMetrics, "server-metrics", "", "broker /metrics URL: report the requests in flight per connection (gregor_network_inflight_requests)")
+	cmd.Flags().StringVar(&f.serverMetrics, "server-metrics", "", "broker /metrics URL: report the requests in flight per connection (gregor_network_inflight_requests) and, for produce, where the broker spent each request's time (Kafka's request stages and the fsyncs waited for)")
 }
 
 // sample reads the broker named by the flags.
@@ -327,6 +330,13 @@ func printBench(w io.Writer, format string, r benchResult) error {
 	}
 	if r.InflightRequestsAvg > 0 {
 		fmt.Fprintf(w, "requests in flight per connection: %.2f on average\n", r.InflightRequestsAvg)
+	}
+	if len(r.ProduceStages) > 0 {
+		fmt.Fprintf(w, "broker's produce stages (ms):")
+		for _, st := range r.ProduceStages {
+			fmt.Fprintf(w, "  %s mean %.3f p99 <= %g (%d)", st.Stage, st.MeanMs, st.P99Ms, st.Count)
+		}
+		fmt.Fprintln(w)
 	}
 	return nil
 }

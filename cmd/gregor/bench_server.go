@@ -3,11 +3,16 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // serverSample is what a benchmark reads about the broker process at the
@@ -23,7 +28,43 @@ type serverSample struct {
 	// inflightSum and inflightCount are gregor_network_inflight_requests'
 	// sum and count, over every listener.
 	inflightSum, inflightCount float64
-	procOK, metricsOK          bool
+	// hist holds the histograms a produce's time is explained by (see
+	// stageHistograms), by name.
+	hist              map[string]histogram
+	procOK, metricsOK bool
+}
+
+// histogram is a Prometheus histogram as scraped: cumulative bucket counts
+// by upper bound, the sum and the count.
+type histogram struct {
+	bounds, counts []float64
+	sum, count     float64
+}
+
+// stageHistograms are the series read from Gregor's /metrics for a produce
+// run, with the unit each is kept in (seconds or milliseconds): the request
+// stages of Produce and the fsyncs the produces waited for.
+var stageHistograms = []struct {
+	name, label, metric string
+	ms                  bool
+}{
+	{"request_queue", "Produce", "kafka_network_requestmetrics_request_queue_time_seconds", false},
+	{"local", "Produce", "kafka_network_requestmetrics_local_time_seconds", false},
+	{"response_queue", "Produce", "kafka_network_requestmetrics_response_queue_time_seconds", false},
+	{"remote", "Produce", "kafka_network_requestmetrics_remote_time_seconds", false},
+	{"response_send", "Produce", "kafka_network_requestmetrics_response_send_time_seconds", false},
+	{"total", "Produce", "kafka_network_requestmetrics_total_time_seconds", false},
+	{"fsync", "", "kafka_log_logflushstats_logflushrateandtimems", true},
+}
+
+// StageFigures is one stage over a measured window: how many requests (or
+// fsyncs) passed it, their mean time and the bucket bound their 99th
+// percentile lies under.
+type StageFigures struct {
+	Stage  string  `json:"stage"`
+	Count  int64   `json:"count"`
+	MeanMs float64 `json:"mean_ms"`
+	P99Ms  float64 `json:"p99_le_ms"`
 }
 
 // userHZ is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on Linux
@@ -39,7 +80,7 @@ func sampleServer(pid int, metricsURL string) serverSample {
 		s.cpu, s.writeBytes, s.procOK = readProc(pid)
 	}
 	if metricsURL != "" {
-		s.inflightSum, s.inflightCount, s.metricsOK = scrapeInflight(metricsURL)
+		s.metricsOK = s.scrape(metricsURL)
 	}
 	return s
 }
@@ -78,33 +119,88 @@ func readProc(pid int) (cpu float64, writeBytes int64, ok bool) {
 	return (utime + stime) / userHZ, writeBytes, true
 }
 
-func scrapeInflight(url string) (sum, count float64, ok bool) {
+// scrape reads the in-flight histogram and the stage histograms from a
+// /metrics URL.
+func (s *serverSample) scrape(url string) bool {
 	cl := http.Client{Timeout: 5 * time.Second}
 	resp, err := cl.Get(url)
 	if err != nil {
-		return 0, 0, false
+		return false
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		var into *float64
-		switch {
-		case strings.HasPrefix(line, "gregor_network_inflight_requests_sum"):
-			into = &sum
-		case strings.HasPrefix(line, "gregor_network_inflight_requests_count"):
-			into = &count
-		default:
-			continue
-		}
-		f := strings.Fields(line)
-		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
-			*into += v
-			ok = true
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return false
+	}
+	found := false
+	if f := fams["gregor_network_inflight_requests"]; f != nil {
+		for _, m := range f.GetMetric() {
+			s.inflightSum += m.GetHistogram().GetSampleSum()
+			s.inflightCount += float64(m.GetHistogram().GetSampleCount())
+			found = true
 		}
 	}
-	return sum, count, ok
+	s.hist = map[string]histogram{}
+	for _, h := range stageHistograms {
+		f := fams[h.metric]
+		if f == nil {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if h.label != "" && labelOf(m, "request") != h.label {
+				continue
+			}
+			var g histogram
+			for _, b := range m.GetHistogram().GetBucket() {
+				g.bounds = append(g.bounds, b.GetUpperBound())
+				g.counts = append(g.counts, float64(b.GetCumulativeCount()))
+			}
+			g.sum, g.count = m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())
+			s.hist[h.name] = g
+		}
+	}
+	return found
+}
+
+func labelOf(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// stages turns the stage histograms' growth between two samples into
+// figures: the mean and the bound of the bucket holding the 99th
+// percentile, in milliseconds.
+func stages(from, to serverSample) []StageFigures {
+	var out []StageFigures
+	for _, h := range stageHistograms {
+		a, b := from.hist[h.name], to.hist[h.name]
+		if a.bounds == nil { // no such request before the window
+			a.counts = make([]float64, len(b.bounds))
+			a.bounds = b.bounds
+		}
+		n := b.count - a.count
+		if n <= 0 || len(a.bounds) != len(b.bounds) {
+			continue
+		}
+		unit := 1000.0
+		if h.ms {
+			unit = 1
+		}
+		st := StageFigures{Stage: h.name, Count: int64(n), MeanMs: round3((b.sum - a.sum) / n * unit), P99Ms: math.Inf(1)}
+		for i := range b.bounds {
+			if b.counts[i]-a.counts[i] >= 0.99*n {
+				st.P99Ms = b.bounds[i] * unit
+				break
+			}
+		}
+		out = append(out, st)
+	}
+	return out
 }
 
 // window fills r's server figures from samples at the start and the end of
@@ -122,6 +218,9 @@ func (r *benchResult) window(from, to serverSample, bytes int64) {
 	}
 	if from.metricsOK && to.metricsOK && to.inflightCount > from.inflightCount {
 		r.InflightRequestsAvg = round3((to.inflightSum - from.inflightSum) / (to.inflightCount - from.inflightCount))
+	}
+	if r.Mode == "produce" && from.metricsOK && to.metricsOK {
+		r.ProduceStages = stages(from, to)
 	}
 }
 
