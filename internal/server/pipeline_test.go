@@ -431,7 +431,15 @@ func TestStageTimesSplitTheTotal(t *testing.T) {
 	c.recvMetadata()
 	c.recvMetadata()
 
+	// The writer records a response's send and total times after its
+	// write returns, which may be after the client read it.
 	metadata := map[string]string{"request": "Metadata"}
+	recorded := func() bool {
+		return ts.metric(t, "kafka_network_requestmetrics_total_time_seconds", metadata) == 2
+	}
+	for deadline := time.Now().Add(10 * time.Second); !recorded() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	for _, stage := range stageNames {
 		name := "kafka_network_requestmetrics_" + stage + "_time_seconds"
 		if n := ts.metric(t, name, metadata); n != 2 {
