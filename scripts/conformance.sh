@@ -41,7 +41,8 @@ FEATURE_TESTS=(
   "TestShareGroupETL share"             # share_test.go
   "TestShareGroupOffsetsAdmin share"    # share_test.go
   "TestConsumeRegexShareSkipsInternal share" # consumer_test.go: share group with a regex
-  # SASL; they skip themselves without KGO_TEST_SCRAM*/KGO_TEST_OAUTH_SEEDS.
+  # SASL, against the SASL_PLAINTEXT listener this script starts (they skip
+  # themselves without KGO_TEST_SCRAM*/KGO_TEST_OAUTH_SEEDS).
   "TestSCRAMAuth sasl"
   "TestSCRAMAuthBadCredentials sasl"
   "TestOAuthAuth sasl"
@@ -94,8 +95,20 @@ if [ -z "$BIN" ]; then
   BIN="$WORK/gregor"
 fi
 
+# Besides the PLAINTEXT listener the suite uses, a SASL_PLAINTEXT listener
+# serves franz-go's SASL tests: SCRAM-SHA-256/512 (a user created below with
+# gregor user scram set) and OAUTHBEARER with Kafka's default, unsecured,
+# validator (the tests send {"alg":"none"} tokens). No authorizer: the
+# suite's clients are ANONYMOUS.
+cat >"$WORK/server.properties" <<'PROPS'
+listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0
+advertised.listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
+sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
+listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+PROPS
 log "starting $BIN serve (data in $WORK/data)"
-"$BIN" serve --data-dir "$WORK/data" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
+"$BIN" serve --config "$WORK/server.properties" --data-dir "$WORK/data" --admin-listen 127.0.0.1:0 \
   --log-format text --log-level "${CONFORMANCE_LOG_LEVEL:-warn}" >"$WORK/banner" 2>"$WORK/broker.log" &
 BROKER_PID=$!
 
@@ -123,6 +136,15 @@ for _ in $(seq 600); do  # 60s
 done
 [ -n "$ready" ] || broker_fail "$ADMIN/readyz did not answer 200 within 60s"
 log "gregor pid $BROKER_PID ready: bootstrap $BOOTSTRAP, admin $ADMIN"
+SASL_ADDR="$(awk '$1=="listener" && $2=="SASL_PLAINTEXT:"{print $3}' "$WORK/banner")"
+if [ -n "$SASL_ADDR" ] && [ -z "${KGO_TEST_SCRAM_SEEDS:-}${KGO_TEST_OAUTH_SEEDS:-}" ]; then
+  if GREGOR_SCRAM_PASSWORD=conformance-pw timeout 60 "$BIN" user scram set conformance -b "$BOOTSTRAP" >/dev/null; then
+    export KGO_TEST_SCRAM_SEEDS="$SASL_ADDR" KGO_TEST_SCRAM="conformance:conformance-pw:256" KGO_TEST_OAUTH_SEEDS="$SASL_ADDR"
+    log "SASL tests against $SASL_ADDR (SCRAM user conformance, unsecured OAUTHBEARER)"
+  else
+    log "creating the SCRAM user failed; the SASL tests will be skipped"
+  fi
+fi
 
 # Decide what to skip from what the broker serves.
 timeout 5m go build -o "$WORK/apikeys" "$ROOT/scripts/apikeys.go" || broker_fail "building scripts/apikeys.go failed"

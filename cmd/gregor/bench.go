@@ -66,6 +66,16 @@ type benchFlags struct {
 	// URL for gregor_network_inflight_requests.
 	serverPID     int
 	serverMetrics string
+	security      securityFlags
+}
+
+// clientOpts are the seed brokers and the TLS and SASL options.
+func (f *benchFlags) clientOpts() ([]kgo.Opt, error) {
+	sec, err := f.security.opts()
+	if err != nil {
+		return nil, err
+	}
+	return append([]kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...)}, sec...), nil
 }
 
 func (f *benchFlags) register(cmd *cobra.Command) {
@@ -76,6 +86,7 @@ func (f *benchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.clients, "clients", 1, "clients producing or consuming at once (each consumer reads the whole topic)")
 	cmd.Flags().IntVar(&f.serverPID, "server-pid", 0, "broker process on this machine: report its CPU seconds and bytes written to storage over the measured window")
 	cmd.Flags().StringVar(&f.serverMetrics, "server-metrics", "", "broker /metrics URL: report the requests in flight per connection (gregor_network_inflight_requests) and, for produce, where the broker spent each request's time (Kafka's request stages and the fsyncs waited for)")
+	f.security.register(cmd.Flags())
 }
 
 // sample reads the broker named by the flags.
@@ -129,8 +140,12 @@ func benchProduceCmd() *cobra.Command {
 // benchProduce creates the topic if needed and runs a produce benchmark
 // (runProduce) with --clients clients made of opts.
 func benchProduce(cmd *cobra.Command, f *benchFlags, opts []kgo.Opt, run produceRun) error {
-	opts = append([]kgo.Opt{kgo.SeedBrokers(strings.Split(f.brokers, ",")...), kgo.DefaultProduceTopic(f.topic),
-		kgo.MaxBufferedRecords(1 << 16), kgo.AllowAutoTopicCreation()}, opts...)
+	base, err := f.clientOpts()
+	if err != nil {
+		return err
+	}
+	opts = append(append(base, kgo.DefaultProduceTopic(f.topic),
+		kgo.MaxBufferedRecords(1<<16), kgo.AllowAutoTopicCreation()), opts...)
 	ctx, stop := context.WithCancel(cmd.Context())
 	defer stop()
 	clients := make([]*kgo.Client, max(f.clients, 1))
@@ -203,15 +218,18 @@ func benchConsumeCmd() *cobra.Command {
 func benchConsume(cmd *cobra.Command, f *benchFlags, records int64, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 	defer cancel()
-	seeds := strings.Split(f.brokers, ",")
-	target, err := benchConsumeTarget(ctx, seeds, f.topic, records)
+	base, err := f.clientOpts()
+	if err != nil {
+		return err
+	}
+	target, err := benchConsumeTarget(ctx, base, f.topic, records)
 	if err != nil {
 		return err
 	}
 	clients := make([]*kgo.Client, max(f.clients, 1))
 	for i := range clients {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(f.topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))
+		cl, err := kgo.NewClient(append(base[:len(base):len(base)], kgo.ConsumeTopics(f.topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(64<<20))...)
 		if err != nil {
 			return err
 		}
@@ -264,8 +282,8 @@ func consumeAll(ctx context.Context, cl *kgo.Client, target int64, n, bytes, siz
 
 // benchConsumeTarget is how many records to read: the sum of the topic's
 // end offsets now, or records when fewer.
-func benchConsumeTarget(ctx context.Context, seeds []string, topic string, records int64) (int64, error) {
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+func benchConsumeTarget(ctx context.Context, base []kgo.Opt, topic string, records int64) (int64, error) {
+	admCl, err := kgo.NewClient(base...)
 	if err != nil {
 		return 0, err
 	}

@@ -62,6 +62,7 @@ func (f *outputFlags) context(cmd *cobra.Command) (context.Context, context.Canc
 type connFlags struct {
 	brokers string
 	outputFlags
+	security securityFlags
 }
 
 // register adds -b, -o and --timeout as persistent flags, so a command
@@ -69,6 +70,7 @@ type connFlags struct {
 func (f *connFlags) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVarP(&f.brokers, "brokers", "b", envOr("GREGOR_BROKERS", "127.0.0.1:9092"), "bootstrap brokers, comma separated (GREGOR_BROKERS)")
 	f.outputFlags.register(cmd, "table", 30*time.Second, "the brokers")
+	f.security.registerPersistent(cmd)
 }
 
 func (f *connFlags) seeds() []string {
@@ -86,7 +88,11 @@ func (f *connFlags) clients(opts ...kgo.Opt) (*kgo.Client, *kadm.Client, error) 
 	if err := f.check(); err != nil {
 		return nil, nil, err
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(f.seeds()...)}, opts...)...)
+	sec, err := f.security.opts()
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(f.seeds()...)}, sec...), opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), storageCmd(), benchCmd(), topicCmd(), offsetsCmd(), produceCmd(), consumeCmd(), groupCmd(), logCmd(), whyCmd())
+	root.AddCommand(serveCmd(), storageCmd(), benchCmd(), topicCmd(), offsetsCmd(), produceCmd(), consumeCmd(), groupCmd(), logCmd(), whyCmd(),
+		aclCmd(), userCmd())
 	return root
 }

@@ -220,6 +220,9 @@ func serve(cmd *cobra.Command, props map[string]string, logger *slog.Logger) err
 	case <-b.Ready():
 		fmt.Fprintf(cmd.OutOrStdout(), "gregor is serving\n  bootstrap: %s\n  admin:     http://%s\n  controller: %s\n  data:      %s\n",
 			b.Addr(), b.AdminAddr(), b.ControllerAddr(), strings.Join(b.DataDirs(), ","))
+		for _, name := range b.ListenerNames() {
+			fmt.Fprintf(cmd.OutOrStdout(), "  listener %s: %s\n", name, b.ListenerAddr(name))
+		}
 	case err := <-done:
 		return err
 	}

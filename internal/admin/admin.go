@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,6 +31,13 @@ type Config struct {
 	// Registry is served on /metrics. The Go runtime and process
 	// collectors are registered in it. If nil, a new registry is used.
 	Registry *prometheus.Registry
+	// Security is the listener's TLS, authentication, record browser and
+	// profiler settings.
+	Security Security
+	// MetricsAddr, when set, is a second listener serving /metrics, /livez
+	// and /readyz without authentication (for a Prometheus that holds no
+	// credentials), plain HTTP.
+	MetricsAddr string
 }
 
 // Admin is the HTTP admin listener: health, readiness, metrics, and the
@@ -44,10 +52,15 @@ type Admin struct {
 	// loopback is set by Listen when the listener is bound to a loopback
 	// address: then only loopback Hosts are served (host.go).
 	loopback atomic.Bool
+	sec      Security
+	// metrics is the separate metrics listener, nil without MetricsAddr.
+	metrics *http.Server
+	mAddr   string
 
 	mu struct {
 		sync.Mutex
-		ln net.Listener
+		ln  net.Listener
+		mln net.Listener // the metrics listener
 		// conditions in the order they were first set.
 		conditions []condition
 		shutdown   bool
@@ -83,28 +96,62 @@ func New(cfg Config) *Admin {
 		}
 	}
 	a := &Admin{
-		log:  log,
-		mux:  http.NewServeMux(),
-		now:  time.Now,
-		addr: cfg.Addr,
+		log:   log,
+		mux:   http.NewServeMux(),
+		now:   time.Now,
+		addr:  cfg.Addr,
+		sec:   cfg.Security,
+		mAddr: cfg.MetricsAddr,
+	}
+	handler, err := cfg.Security.authenticate(a.mux)
+	if err != nil {
+		// Fail closed: an authentication that cannot work serves nothing
+		// but the health probes (the broker refuses to start first).
+		log.Error("admin: authentication misconfigured; serving only /livez and /readyz", "err", err)
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if open(r.URL.Path) {
+				a.mux.ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "admin authentication is misconfigured", http.StatusServiceUnavailable)
+		})
 	}
 	a.srv = &http.Server{
-		Handler:           a.loopbackOnly(a.mux),
+		Handler:           a.loopbackOnly(handler),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	a.mux.HandleFunc("GET /livez", serveLivez)
-	// Go's profiler, for operators chasing CPU or memory (loopback by default).
-	a.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	a.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	a.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	if cfg.Security.Pprof {
+		// Go's profiler, for operators chasing CPU or memory: off unless
+		// gregor.admin.pprof.enable.
+		a.mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		a.mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		a.mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	a.mux.HandleFunc("GET /readyz", a.serveReadyz)
-	a.mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(reg,
+	metrics := promhttp.InstrumentMetricHandler(reg,
 		promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 			Registry: reg,
-		})))
+		}))
+	a.mux.Handle("GET /metrics", metrics)
+	if cfg.MetricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /livez", serveLivez)
+		mux.HandleFunc("GET /readyz", a.serveReadyz)
+		mux.Handle("GET /metrics", metrics)
+		a.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	}
 	return a
+}
+
+// Validate reports a Security that cannot work (basic auth without users,
+// bearer auth without tokens, an unknown scheme).
+func (s Security) Validate() error {
+	_, err := s.authenticate(http.NotFoundHandler())
+	return err
 }
 
 // Handle registers h for pattern (net/http.ServeMux syntax, e.g.
@@ -198,12 +245,31 @@ func (a *Admin) Listen() error {
 	if err != nil {
 		return fmt.Errorf("admin: listen on %q: %w", a.addr, err)
 	}
+	if a.metrics != nil {
+		mln, err := net.Listen("tcp", a.mAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("admin: metrics listener on %q: %w", a.mAddr, err)
+		}
+		a.mu.mln = mln
+	}
 	a.mu.ln = ln
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
 		a.loopback.Store(true)
 	}
-	a.log.Info("admin listening", "addr", ln.Addr().String())
+	a.log.Info("admin listening", "addr", ln.Addr().String(), "tls", a.sec.TLS != nil, "auth", a.sec.Auth)
 	return nil
+}
+
+// MetricsAddr is the bound address of the separate metrics listener, nil
+// without one or before Listen.
+func (a *Admin) MetricsAddr() net.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.mu.mln == nil {
+		return nil
+	}
+	return a.mu.mln.Addr()
 }
 
 // Addr returns the bound address, or nil before Listen.
@@ -230,10 +296,26 @@ func (a *Admin) Serve(ctx context.Context) error {
 	shutdownDone := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(shutdownDone)
+		if a.metrics != nil {
+			a.metrics.Shutdown(context.WithoutCancel(ctx))
+		}
 		if err := a.srv.Shutdown(context.WithoutCancel(ctx)); err != nil {
 			a.log.Warn("admin shutdown", "err", err)
 		}
 	})
+	a.mu.Lock()
+	mln := a.mu.mln
+	a.mu.Unlock()
+	if mln != nil {
+		go func() {
+			if err := a.metrics.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				a.log.Warn("admin metrics listener stopped", "err", err)
+			}
+		}()
+	}
+	if a.sec.TLS != nil {
+		ln = tls.NewListener(ln, a.sec.TLS)
+	}
 	err := a.srv.Serve(ln)
 	if !stop() {
 		<-shutdownDone
@@ -258,6 +340,9 @@ func (a *Admin) Shutdown(ctx context.Context) error {
 	a.mu.shutdown = true
 	ln := a.mu.ln
 	a.mu.Unlock()
+	if a.metrics != nil {
+		a.metrics.Shutdown(ctx)
+	}
 	err := a.srv.Shutdown(ctx)
 	if ln != nil {
 		// Shutdown closes only listeners Serve was given; close ours in

@@ -23,7 +23,8 @@ var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func newTestAdmin(t *testing.T) *Admin {
 	t.Helper()
-	a := New(Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()})
+	a := New(Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry(),
+		Security: Security{RecordBrowser: true}})
 	a.now = func() time.Time { return t0 }
 	return a
 }

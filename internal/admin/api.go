@@ -36,13 +36,13 @@ func RegisterAPI(a *Admin, s Source) {
 		}
 		return s.Partition(ctx, r.PathValue("topic"), p)
 	}))
-	a.Handle("GET /v1/partitions/{topic}/{partition}/records", api.handle(func(ctx context.Context, r *http.Request) (any, error) {
+	a.Handle("GET /v1/partitions/{topic}/{partition}/records", a.recordBrowser(api.handle(func(ctx context.Context, r *http.Request) (any, error) {
 		q, err := apiRecordQuery(r)
 		if err != nil {
 			return nil, err
 		}
 		return s.Records(ctx, q)
-	}))
+	})))
 	a.Handle("GET /v1/groups", api.handle(func(ctx context.Context, _ *http.Request) (any, error) {
 		return s.Groups(ctx)
 	}))

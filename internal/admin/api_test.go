@@ -135,7 +135,7 @@ func (s *apiFakeSource) Records(_ context.Context, q RecordQuery) (RecordPage, e
 func newAPITestAdmin(t *testing.T, src Source) (*Admin, *bytes.Buffer) {
 	t.Helper()
 	var logs bytes.Buffer
-	a := New(Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	a := New(Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(&logs, nil)), Security: Security{RecordBrowser: true}})
 	RegisterAPI(a, src)
 	return a, &logs
 }

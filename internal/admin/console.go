@@ -79,7 +79,7 @@ func RegisterConsole(a *Admin, s Source) {
 	a.Handle("GET /ui/topics", c.handle(c.topicsPage))
 	a.Handle("GET /ui/topics/{topic}", c.handle(c.topicPage))
 	a.Handle("GET /ui/topics/{topic}/{partition}", c.handle(c.partitionPage))
-	a.Handle("GET /ui/topics/{topic}/{partition}/messages", http.HandlerFunc(c.serveMessages))
+	a.Handle("GET /ui/topics/{topic}/{partition}/messages", a.recordBrowser(http.HandlerFunc(c.serveMessages)))
 	a.Handle("GET /ui/compaction", c.handle(c.compactionPage))
 	a.Handle("GET /ui/groups", c.handle(c.groupsPage))
 	a.Handle("GET /ui/groups/{group}", c.handle(c.groupPage))

@@ -50,6 +50,22 @@
 // Retry-After: 1 when it answers ErrUnavailable (consumer groups while
 // __consumer_offsets loads), 500 internal otherwise (also logged).
 //
+// # Security (Config.Security, the broker's gregor.admin.* configs)
+//
+// TLS: with a certificate the listener serves HTTPS only. Authentication:
+// none (the default, fine on loopback), basic (users with bcrypt hashes,
+// htpasswd -B's format; an unknown user costs the same bcrypt comparison as
+// a known one) or bearer (tokens compared in constant time); every route
+// but /livez and /readyz then answers 401 with a WWW-Authenticate challenge
+// to a request without valid credentials. A Security that cannot work
+// (basic without users) is refused by Validate, and New serves only the
+// health probes with it (fail closed). Record contents (the JSON API's
+// records and the console's message browser) answer 403 unless
+// RecordBrowser, and Go's profiler (/debug/pprof/) is registered only with
+// Pprof. Config.MetricsAddr adds a second, plain HTTP, unauthenticated
+// listener serving only /metrics, /livez and /readyz, so Prometheus needs
+// no credentials while the rest stays protected.
+//
 // # Host check
 //
 // While the listener is bound to a loopback address (the default), a

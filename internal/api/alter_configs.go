@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -42,17 +43,21 @@ func handleAlterConfigs(ctx context.Context, h *Handler, r *server.Request) (kms
 	for _, rr := range req.Resources {
 		seen[configResourceName{rr.ResourceType, rr.ResourceName}]++
 	}
-	// Checked here: duplicates and this broker's own resources; the others
-	// go to the controller, in a request of the same version.
+	// Checked here: duplicates, authorization and this broker's own
+	// resources; the others go to the controller, in a request of the same
+	// version.
+	z := h.authz(r)
 	errs := make([]error, len(req.Resources))
 	fwd := *req
 	fwd.Resources = nil
 	var at []int
 	for i, rr := range req.Resources {
-		switch {
-		case seen[configResourceName{rr.ResourceType, rr.ResourceName}] > 1:
+		if seen[configResourceName{rr.ResourceType, rr.ResourceName}] > 1 {
 			errs[i] = errDuplicateResource
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
+		} else {
+			errs[i] = configAuthorization(z, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		}
+		if errs[i] == nil && rr.ResourceType == kmsg.ConfigResourceTypeBroker {
 			errs[i] = h.checkBrokerAlter(rr)
 		}
 		if errs[i] == nil {

@@ -61,14 +61,24 @@ func (h *Handler) leaderHint(im *metadata.Image, topic string, p int32) (int32, 
 	return -1, -1
 }
 
-// endpoint is a live broker's address on the client listener clients use;
-// false when the broker is unknown, fenced or has no such listener.
+// endpoint is a live broker's address on the first client listener; false
+// when the broker is unknown, fenced or has no such listener.
 func (h *Handler) endpoint(im *metadata.Image, id int32) (metadata.Endpoint, *string, bool) {
+	return h.endpointOn(im, id, h.d.Listener)
+}
+
+// endpointOn is a live broker's address on the named listener (as Kafka
+// answers a request with the endpoints of the listener it came on; ""
+// means the first client listener).
+func (h *Handler) endpointOn(im *metadata.Image, id int32, listener string) (metadata.Endpoint, *string, bool) {
 	b := im.Brokers[id]
 	if b == nil || b.Fenced {
 		return metadata.Endpoint{}, nil, false
 	}
-	ep, ok := b.Endpoint(h.d.Listener)
+	if listener == "" {
+		listener = h.d.Listener
+	}
+	ep, ok := b.Endpoint(listener)
 	var rack *string
 	if b.Rack != "" {
 		rack = strp(b.Rack)
@@ -104,14 +114,16 @@ func clientID(r *server.Request) string {
 // go there without a Metadata round trip, and the endpoints of those
 // leaders (NodeEndpoints).
 type leaderHints struct {
-	h    *Handler
-	im   *metadata.Image
-	seen map[int32]bool
-	ids  []int32
+	h        *Handler
+	im       *metadata.Image
+	listener string
+	seen     map[int32]bool
+	ids      []int32
 }
 
-func (h *Handler) newLeaderHints() *leaderHints {
-	return &leaderHints{h: h, im: h.d.Metadata.Image()}
+// newLeaderHints gathers hints for a request that came on listener.
+func (h *Handler) newLeaderHints(listener string) *leaderHints {
+	return &leaderHints{h: h, im: h.d.Metadata.Image(), listener: listener}
 }
 
 // wants reports whether an answer with code carries a leader hint.
@@ -137,8 +149,16 @@ func (l *leaderHints) leader(topic string, p int32) (int32, int32) {
 // each calls f with every hinted leader's endpoint.
 func (l *leaderHints) each(f func(id int32, ep metadata.Endpoint, rack *string)) {
 	for _, id := range l.ids {
-		if ep, rack, ok := l.h.endpoint(l.im, id); ok {
+		if ep, rack, ok := l.h.endpointOn(l.im, id, l.listener); ok {
 			f(id, ep, rack)
 		}
 	}
+}
+
+// listenerOr is a request's listener name, or def when it has none.
+func listenerOr(name, def string) string {
+	if name == "" {
+		return def
+	}
+	return name
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
+	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
 )
 
@@ -139,14 +141,40 @@ func duplicateConfigNames(names []string) bool {
 // compatibility), with the validator's message.
 func (h *Handler) brokerLayerCheck(perNode bool, layer map[string]string) error {
 	cur := h.d.Config()
+	var next *config.Broker
 	var err error
 	if perNode {
-		_, err = cur.WithDynamicPerBroker(layer)
+		next, err = cur.WithDynamicPerBroker(layer)
 	} else {
-		_, err = cur.WithDynamic(layer)
+		next, err = cur.WithDynamic(layer)
+	}
+	if err == nil && h.d.CheckBrokerConfig != nil {
+		err = h.d.CheckBrokerConfig(next)
 	}
 	if err != nil {
 		return withCode(kerr.InvalidRequest, err)
 	}
 	return nil
+}
+
+// configAuthorization is Kafka's check of one config resource: op
+// (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the cluster for broker, broker
+// logger and client metrics resources (CLUSTER_AUTHORIZATION_FAILED), on the
+// topic for a topic (TOPIC_AUTHORIZATION_FAILED), on the group for a group
+// (GROUP_AUTHORIZATION_FAILED), with the error's default message.
+func configAuthorization(z authz, op auth.Operation, t kmsg.ConfigResourceType, name string) error {
+	var ok bool
+	var denied *kerr.Error
+	switch t {
+	case kmsg.ConfigResourceTypeTopic:
+		ok, denied = z.allowed(op, auth.ResourceTopic, name), kerr.TopicAuthorizationFailed
+	case kmsg.ConfigResourceTypeGroupConfig:
+		ok, denied = z.allowed(op, auth.ResourceGroup, name), kerr.GroupAuthorizationFailed
+	default:
+		ok, denied = z.cluster(op), kerr.ClusterAuthorizationFailed
+	}
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", denied, denied.Description)
 }

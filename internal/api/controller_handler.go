@@ -22,7 +22,8 @@ import (
 // BrokerHeartbeat, AlterPartition and AllocateProducerIds here, and forward
 // the admin requests their clients send (CreateTopics, DeleteTopics,
 // CreatePartitions, AlterConfigs, IncrementalAlterConfigs, ElectLeaders,
-// AlterPartitionReassignments, ListPartitionReassignments, DescribeQuorum)
+// AlterPartitionReassignments, ListPartitionReassignments, DescribeQuorum,
+// CreateAcls, DeleteAcls, AlterUserScramCredentials)
 // as they got them, at the client's version. A request the shell refuses
 // whole (not the controller, a write that timed out) answers every item
 // with that error; notController finds NOT_CONTROLLER in an answer, so a
@@ -187,6 +188,24 @@ func notController(resp kmsg.Response) bool {
 		}
 	case *kmsg.AlterPartitionAssignmentsResponse:
 		return r.ErrorCode == nc
+	case *kmsg.CreateACLsResponse:
+		for _, x := range r.Results {
+			if x.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, x := range r.Results {
+			if x.ErrorCode == nc {
+				return true
+			}
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, x := range r.Results {
+			if x.ErrorCode == nc {
+				return true
+			}
+		}
 	case *kmsg.ListPartitionReassignmentsResponse:
 		return r.ErrorCode == nc
 	case *kmsg.DescribeQuorumResponse:

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -33,14 +34,19 @@ func handleDeleteRecords(_ context.Context, h *Handler, r *server.Request) (kmsg
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	type at struct{ topic, partition int }
 	var moved []at
+	z := h.authz(r)
 	for _, rt := range req.Topics {
 		st := kmsg.NewDeleteRecordsResponseTopic()
 		st.Topic = rt.Topic
+		allowed := z.allowed(auth.OpDelete, auth.ResourceTopic, rt.Topic)
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LowWatermark = -1
-			changed, err := h.deleteRecords(rt.Topic, rp, &sp)
+			changed, err := false, error(kerr.TopicAuthorizationFailed)
+			if allowed {
+				changed, err = h.deleteRecords(rt.Topic, rp, &sp)
+			}
 			if err != nil {
 				sp.ErrorCode = errCode(h.d.Logger, err)
 				h.d.Logger.Debug("delete records rejected", "topic", rt.Topic, "partition", rp.Partition,

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -20,8 +21,9 @@ import (
 // endpoints are served: EndpointType 2 (controllers) is
 // MISMATCHED_ENDPOINT_TYPE and an unknown type UNSUPPORTED_ENDPOINT_TYPE
 // (both INVALID_REQUEST at v0), as Kafka's brokers answer. Cluster
-// authorized operations are sent when asked for; Gregor has no ACLs yet, so
-// every cluster operation is allowed.
+// authorized operations are sent when asked for: the principal's operations
+// on the cluster if it may DESCRIBE it, else none (no other authorization,
+// as in Kafka).
 func init() { register(kmsg.DescribeCluster.Int16(), 0, 2, handleDescribeCluster) }
 
 const (
@@ -52,7 +54,7 @@ func handleDescribeCluster(_ context.Context, h *Handler, r *server.Request) (km
 		return fail(kerr.UnsupportedEndpointType, fmt.Sprintf("Unsupported endpoint type %d", endpointType))
 	}
 	im := h.d.Metadata.Image()
-	live, ctrl := h.liveBrokers(im)
+	live, ctrl := h.liveBrokers(im, r.Conn.Listener)
 	for _, mb := range live {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID, b.Host, b.Port, b.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
@@ -60,7 +62,7 @@ func handleDescribeCluster(_ context.Context, h *Handler, r *server.Request) (km
 	}
 	if req.IncludeFencedBrokers {
 		for _, fb := range im.SortedBrokers() {
-			ep, ok := fb.Endpoint(h.d.Listener)
+			ep, ok := fb.Endpoint(listenerOr(r.Conn.Listener, h.d.Listener))
 			if !fb.Fenced || !ok {
 				continue
 			}
@@ -76,7 +78,11 @@ func handleDescribeCluster(_ context.Context, h *Handler, r *server.Request) (km
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = ctrl
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = authorizedClusterOps
+		z := h.authz(r)
+		resp.ClusterAuthorizedOperations = 0
+		if z.filter(auth.OpDescribe, auth.ResourceCluster, auth.ClusterName) {
+			resp.ClusterAuthorizedOperations = z.operations(true, auth.ResourceCluster, auth.ClusterName)
+		}
 	}
 	return resp, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -41,10 +42,15 @@ func handleDescribeConfigs(_ context.Context, h *Handler, r *server.Request) (km
 			return describeConfigsError(req, resp), nil
 		}
 	}
+	z := h.authz(r)
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		entries, err := h.describeResource(rr)
+		err := configAuthorization(z, auth.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
+		var entries []config.Entry
+		if err == nil {
+			entries, err = h.describeResource(rr)
+		}
 		if err != nil {
 			sr.ErrorCode = errCode(h.d.Logger, err)
 			sr.ErrorMessage = kafkaMessage(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -20,14 +21,17 @@ func handleDescribeGroups(ctx context.Context, h *Handler, r *server.Request) (k
 	req := r.Body.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	coord, cerr := h.groups()
+	z := h.authz(r)
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = math.MinInt32
-		if req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = groupAuthorizedOps
-		}
 		err := cerr
+		if !z.allowed(auth.OpDescribe, auth.ResourceGroup, id) {
+			err = kerr.GroupAuthorizationFailed
+		} else {
+			rg.AuthorizedOperations = z.operations(req.IncludeAuthorizedOperations, auth.ResourceGroup, id)
+		}
 		if err == nil {
 			d, derr := coord.Describe(ctx, id)
 			switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
@@ -34,6 +35,13 @@ func init() { register(kmsg.DescribeLogDirs.Int16(), 1, 4, handleDescribeLogDirs
 func handleDescribeLogDirs(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !h.authz(r).cluster(auth.OpDescribe) {
+		// Kafka answers no dirs, and from v3 says why.
+		if req.Version >= 3 {
+			resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		}
+		return resp, nil
+	}
 	var want map[topicpart.TopicPartition]bool
 	if req.Topics != nil {
 		want = map[topicpart.TopicPartition]bool{}

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -26,8 +27,11 @@ import (
 // INVALID_TOPIC_EXCEPTION if its name is not valid; unknown topics are not
 // reported when all topics are asked for. Each partition is described from
 // the metadata this broker has published, as Metadata describes it, with
-// its eligible leader replicas and last known ELR (KIP-966). Every topic
-// operation is authorized (no ACLs yet).
+// its eligible leader replicas and last known ELR (KIP-966).
+// Authorization: a topic needs DESCRIBE; a listed one without it is
+// TOPIC_AUTHORIZATION_FAILED (whether or not it exists), and a listing of
+// every topic leaves it out. Each topic carries the principal's authorized
+// operations.
 func init() { register(kmsg.DescribeTopicPartitions.Int16(), 0, 0, handleDescribeTopicPartitions) }
 
 func handleDescribeTopicPartitions(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -71,7 +75,11 @@ func handleDescribeTopicPartitions(_ context.Context, h *Handler, r *server.Requ
 
 	limit := max(min(h.d.Config().Int("max.request.partition.size.limit"), req.ResponsePartitionLimit), 1)
 	remaining := limit
+	z := h.authz(r)
 	for _, name := range sorted {
+		if all && !z.filter(auth.OpDescribe, auth.ResourceTopic, name) {
+			continue
+		}
 		if remaining == 0 {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: 0}
 			break
@@ -79,7 +87,13 @@ func handleDescribeTopicPartitions(_ context.Context, h *Handler, r *server.Requ
 		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		st.Topic = strp(name)
 		st.IsInternal = controller.IsInternalTopic(name)
-		st.AuthorizedOperations = authorizedTopicOps
+		st.AuthorizedOperations = z.operations(true, auth.ResourceTopic, name)
+		if !all && !z.allowed(auth.OpDescribe, auth.ResourceTopic, name) {
+			st.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			st.AuthorizedOperations = authorizedOpsNotRequested
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		t := im.Topic(name)
 		if t == nil {
 			if !all {

@@ -24,6 +24,22 @@
 // ApiVersions advertises exactly the keys registered here with their ranges;
 // the server closes connections that use anything else.
 //
+// Security: Handle first asks the connection's auth.Session (made by the
+// listener's Secure hook, in ConnInfo.Session) to admit the request; an
+// unauthenticated SASL connection may send only ApiVersions, SaslHandshake
+// and SaslAuthenticate, and an expired session only a re-authentication,
+// else the connection is closed. Every handler then authorizes what it
+// touches as Kafka's KafkaApis does (authorize.go: the operation and
+// resource per API, Kafka's error codes, authorization before existence so
+// a topic's existence never leaks); without an authorizer everything is
+// allowed. A request forwarded to the controller is authorized here first
+// (forward_authz.go), item by item where Kafka's ControllerApis does: only
+// what the principal may do is forwarded, since the CONTROLLER listener
+// carries no principal and does not authorize. CreateAcls, DeleteAcls and
+// AlterUserScramCredentials are forwarded like the other admin writes;
+// DescribeAcls and DescribeUserScramCredentials answer from this broker's
+// authorizer and published image.
+//
 // Errors from the domain are turned into Kafka codes by one table
 // (errors.go): kerr values pass through, record/log sentinels map to their
 // Kafka codes, anything else is UNKNOWN_SERVER_ERROR and logged.

@@ -86,10 +86,19 @@ func withTimeoutMillis(ctx context.Context, ms int32) (context.Context, context.
 // handleForwarded answers a request that only the controller can answer:
 // it is forwarded as it came, and answered once this broker has published
 // what it changed; failForwarded answers it when no controller could.
+// Authorization comes first (authorizeForward): what the principal may not
+// do is answered here and not forwarded.
 func handleForwarded(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
-	resp, err := h.forward(ctx, r.Body)
-	if err != nil {
-		return failForwarded(r.Body, h.code(err), errMessage(err)), nil
+	fwd, finish, refused := h.authorizeForward(r)
+	if refused != nil {
+		return refused, nil
 	}
-	return resp, nil
+	if fwd == nil {
+		return finish(r.Body.ResponseKind()), nil
+	}
+	resp, err := h.forward(ctx, fwd)
+	if err != nil {
+		resp = failForwarded(fwd, h.code(err), errMessage(err))
+	}
+	return finish(resp), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/metadata"
@@ -17,6 +18,10 @@ import (
 )
 
 // Fetch, versions 4-18 (Kafka 4.2; v0-v3 were removed in Kafka 4.0).
+//
+// Authorization: a follower's fetch needs CLUSTER_ACTION on the cluster, a
+// consumer's READ on each topic; a denied partition is
+// TOPIC_AUTHORIZATION_FAILED, decided before whether it exists.
 //
 // Consumers read up to the high watermark (read_uncommitted) or the last
 // stable offset (read_committed); a replica id >= 0 reads up to the log end
@@ -71,9 +76,9 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		session.Lock()
 		resp.SessionID = session.ID
 	}
-	op := &fetchOp{h: h, req: req, FetchResponse: resp, session: session, incremental: incremental}
+	op := &fetchOp{h: h, req: req, FetchResponse: resp, session: session, incremental: incremental, listener: r.Conn.Listener}
 	defer op.releaseOnPanic()
-	op.resolve()
+	op.resolve(h.authz(r))
 
 	// Kafka's limits: the response carries at most fetch.max.bytes whatever
 	// the request asks (the first batch excepted, KIP-74), and a long poll
@@ -107,6 +112,7 @@ type fetchOp struct {
 	*kmsg.FetchResponse
 	session     *replica.Session
 	incremental bool
+	listener    string // the listener asked, whose endpoints leader hints carry
 
 	parts  []fetchPart
 	hosted []*replica.Partition
@@ -120,8 +126,8 @@ type fetchOp struct {
 }
 
 // resolve applies the request's partitions to its session and finds each
-// partition to read.
-func (op *fetchOp) resolve() {
+// partition to read, as far as z allows.
+func (op *fetchOp) resolve(z authz) {
 	h, req, session := op.h, op.req, op.session
 	byID := req.Version >= 13
 	// The partitions of this request, applied to the session.
@@ -171,11 +177,16 @@ func (op *fetchOp) resolve() {
 	var topic replica.SessionKey
 	var topicName string
 	var topicErr error
+	follower := isFollower(req)
+	clusterAction := !follower || z.cluster(auth.OpClusterAction)
 	for i, sp := range reqParts {
 		fp := fetchPart{key: sp.Key, sp: sp}
 		if i == 0 || sp.Key.Topic != topic.Topic || sp.Key.TopicID != topic.TopicID {
 			topic = sp.Key
 			topicName, topicErr = h.topicName(sp.Key.Topic, sp.Key.TopicID, byID)
+			if topicErr == nil && (!clusterAction || !follower && !z.allowed(auth.OpRead, auth.ResourceTopic, topicName)) {
+				topicErr = kerr.TopicAuthorizationFailed
+			}
 		}
 		fp.name, fp.err = topicName, topicErr
 		if fp.err == nil {
@@ -226,7 +237,7 @@ func (op *fetchOp) poll() (kmsg.Response, bool) {
 // answer encodes the last read and ends the fetch: the session's epoch
 // moves on and its lock and the waiter are given back.
 func (op *fetchOp) answer() kmsg.Response {
-	bodies := op.h.finishFetch(op.FetchResponse, op.req, op.parts, op.out, op.incremental)
+	bodies := op.h.finishFetch(op.FetchResponse, op.req, op.listener, op.parts, op.out, op.incremental)
 	if op.incremental && op.session != nil {
 		// A new session already expects epoch 1 (KIP-227).
 		op.session.Epoch++
@@ -377,14 +388,14 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, maxBytes int32, parts []fetc
 // finishFetch encodes the results; incremental sessions leave out partitions
 // with nothing new. It returns the record sets to read while the response
 // is written, in the order kmsg encodes their partitions.
-func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, parts []fetchPart, out []fetchResult, incremental bool) []log.Span {
+func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, listener string, parts []fetchPart, out []fetchResult, incremental bool) []log.Span {
 	byID := req.Version >= 13
 	consumer := req.ReplicaID < 0 && req.ReplicaState.ID < 0
 	tm := h.d.Replicas.TopicMetrics()
 	stats, statsOf := tm.Topic(""), ""
 	topicIdx := map[replica.SessionKey]int{}
 	var bodies []encodedBody
-	hints := h.newLeaderHints()
+	hints := h.newLeaderHints(listener)
 	defer func() {
 		if req.Version >= 16 {
 			hints.each(func(id int32, ep metadata.Endpoint, rack *string) {

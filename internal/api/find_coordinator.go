@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -31,10 +32,16 @@ func handleFindCoordinator(ctx context.Context, h *Handler, r *server.Request) (
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
+	z := h.authz(r)
 	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
-		id, host, port, err := h.findCoordinator(ctx, req.CoordinatorType, key)
+		var id, port int32
+		var host string
+		err := coordinatorKeyAuthorization(z, req.CoordinatorType, key)
+		if err == nil {
+			id, host, port, err = h.findCoordinator(ctx, req.CoordinatorType, key, r.Conn.Listener)
+		}
 		if err != nil {
 			c.NodeID, c.Host, c.Port = -1, "", -1
 			c.ErrorCode = errCode(h.d.Logger, err)
@@ -55,7 +62,22 @@ func handleFindCoordinator(ctx context.Context, h *Handler, r *server.Request) (
 	return resp, nil
 }
 
-func (h *Handler) findCoordinator(ctx context.Context, keyType int8, key string) (int32, string, int32, error) {
+// coordinatorKeyAuthorization is Kafka's check of a coordinator key:
+// DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+func coordinatorKeyAuthorization(z authz, keyType int8, key string) error {
+	switch {
+	case keyType == 0 && !z.allowed(auth.OpDescribe, auth.ResourceGroup, key):
+		return kerr.GroupAuthorizationFailed
+	case keyType == 1 && !z.allowed(auth.OpDescribe, auth.ResourceTransactionalID, key):
+		return kerr.TransactionalIDAuthorizationFailed
+	}
+	return nil
+}
+
+// findCoordinator finds the coordinator of key and its endpoint on the
+// listener the request came on.
+func (h *Handler) findCoordinator(ctx context.Context, keyType int8, key, listener string) (int32, string, int32, error) {
 	switch keyType {
 	case 0:
 		g, err := h.groups()
@@ -71,7 +93,7 @@ func (h *Handler) findCoordinator(ctx context.Context, keyType int8, key string)
 		if pi == nil || pi.Leader < 0 {
 			return 0, "", 0, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, group.OffsetsTopic, p)
 		}
-		ep, _, ok := h.endpoint(im, pi.Leader)
+		ep, _, ok := h.endpointOn(im, pi.Leader, listener)
 		if !ok {
 			return 0, "", 0, fmt.Errorf("%w: broker %d, the leader of %s-%d, is not available", kerr.CoordinatorNotAvailable,
 				pi.Leader, group.OffsetsTopic, p)

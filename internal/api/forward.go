@@ -78,6 +78,12 @@ func failForwarded(req kmsg.Request, code int16, msg *string) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 		resp.ErrorCode, resp.ErrorMessage = code, msg
 		return resp
+	case *kmsg.CreateACLsRequest:
+		return failCreateAcls(r, code, msg)
+	case *kmsg.DeleteACLsRequest:
+		return failDeleteAcls(r, code, msg)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return failAlterUserScram(r, code, msg)
 	case *kmsg.DescribeQuorumRequest:
 		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = code

@@ -41,7 +41,3 @@ func clientInfo(r *server.Request) (clientID, host string) {
 	}
 	return clientID, host
 }
-
-// groupAuthorizedOps are the group ACL operations (READ, DELETE, DESCRIBE),
-// all allowed while Gregor has no ACLs.
-const groupAuthorizedOps = 1<<3 | 1<<6 | 1<<8

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/group"
@@ -29,8 +30,9 @@ type Deps struct {
 	Sessions   *replica.SessionCache
 	// Config returns the current broker config snapshot.
 	Config func() *config.Broker
-	// Listener is the client listener's name: brokers are described to
-	// clients by their endpoint of that name.
+	// Listener is the first client listener's name: brokers are described
+	// to clients by their endpoint of the listener the request came on,
+	// this one when a request has none.
 	Listener string
 	// ProducerIDs hands out producer ids for InitProducerId.
 	ProducerIDs func(ctx context.Context) (int64, error)
@@ -42,8 +44,18 @@ type Deps struct {
 	Checkpoint func() error
 	// Groups is the group coordinator; nil answers COORDINATOR_NOT_AVAILABLE.
 	Groups *group.Coordinator
-	Clock  clock.Clock
-	Logger *slog.Logger
+	// Authorizer returns the current authorizer (rebuilt when ACLs or
+	// super.users change); nil, or a nil result, when none is configured:
+	// every request is allowed and the ACL APIs answer SECURITY_DISABLED.
+	Authorizer func() *auth.Authorizer
+	// Audit counts and logs authorization denials; may be nil.
+	Audit *auth.Audit
+	// CheckBrokerConfig validates a broker configuration an AlterConfigs
+	// would make, beyond the config registry (a listener's new key store
+	// must load); may be nil.
+	CheckBrokerConfig func(*config.Broker) error
+	Clock             clock.Clock
+	Logger            *slog.Logger
 }
 
 type handlerFunc func(ctx context.Context, h *Handler, req *server.Request) (kmsg.Response, error)
@@ -88,11 +100,18 @@ func (h *Handler) Versions(key int16) (int16, int16, bool) {
 	return e.min, e.max, true
 }
 
-// Handle dispatches to the API's handler.
+// Handle dispatches to the API's handler, after the connection's security
+// session admitted the request (an unauthenticated or expired session
+// closes the connection).
 func (h *Handler) Handle(ctx context.Context, req *server.Request) (kmsg.Response, error) {
 	e := registry[req.Key]
 	if e == nil {
 		return nil, fmt.Errorf("api key %d not served", req.Key)
+	}
+	if s, ok := req.Conn.Session.(*auth.Session); ok {
+		if err := s.Admit(req.Key); err != nil {
+			return nil, err
+		}
 	}
 	return e.fn(ctx, h, req)
 }
@@ -119,6 +138,16 @@ func SupportedKeys() []kmsg.ApiVersionsResponseApiKey {
 		if e != nil {
 			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: int16(k), MinVersion: e.min, MaxVersion: e.max})
 		}
+	}
+	return out
+}
+
+// SupportedNames lists the name of every served key (Kafka's API names,
+// kmsg.NameForKey), for per-API metrics.
+func SupportedNames() []string {
+	var out []string
+	for _, k := range SupportedKeys() {
+		out = append(out, kmsg.NameForKey(k.ApiKey))
 	}
 	return out
 }

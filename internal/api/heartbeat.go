@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -16,6 +18,10 @@ func init() { register(kmsg.Heartbeat.Int16(), 0, 4, handleHeartbeat) }
 func handleHeartbeat(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !h.authz(r).allowed(auth.OpRead, auth.ResourceGroup, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	if req.Group == "" {
 		resp.ErrorCode = errCode(h.d.Logger, errEmptyGroupID)
 		return resp, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -46,15 +47,18 @@ func handleIncrementalAlterConfigs(ctx context.Context, h *Handler, r *server.Re
 	for _, rr := range req.Resources {
 		seen[configResourceName{rr.ResourceType, rr.ResourceName}]++
 	}
+	z := h.authz(r)
 	errs := make([]error, len(req.Resources))
 	fwd := *req
 	fwd.Resources = nil
 	var at []int
 	for i, rr := range req.Resources {
-		switch {
-		case seen[configResourceName{rr.ResourceType, rr.ResourceName}] > 1:
+		if seen[configResourceName{rr.ResourceType, rr.ResourceName}] > 1 {
 			errs[i] = errDuplicateResource
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
+		} else {
+			errs[i] = configAuthorization(z, auth.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
+		}
+		if errs[i] == nil && rr.ResourceType == kmsg.ConfigResourceTypeBroker {
 			errs[i] = h.checkBrokerIncremental(rr)
 		}
 		if errs[i] == nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -47,6 +48,17 @@ func handleInitProducerID(ctx context.Context, h *Handler, r *server.Request) (k
 }
 
 func (h *Handler) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest, r *server.Request) (int64, error) {
+	// Kafka's authorization comes first: WRITE on the transactional id, or
+	// for an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE
+	// on some topic (KIP-679).
+	z := h.authz(r)
+	if txn := req.TransactionalID; txn != nil {
+		if !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, *txn) {
+			return -1, kerr.TransactionalIDAuthorizationFailed
+		}
+	} else if !z.filter(auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName) && !z.anyResource(auth.OpWrite, auth.ResourceTopic) {
+		return -1, kerr.ClusterAuthorizationFailed
+	}
 	if req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
 		return -1, fmt.Errorf("%w: producer id %d with epoch %d", kerr.InvalidRequest, req.ProducerID, req.ProducerEpoch)
 	}

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -24,6 +26,9 @@ func handleJoinGroup(ctx context.Context, h *Handler, r *server.Request) (kmsg.R
 	fail := func(err error) (kmsg.Response, error) {
 		resp.ErrorCode = errCode(h.d.Logger, err)
 		return resp, nil
+	}
+	if !h.authz(r).allowed(auth.OpRead, auth.ResourceGroup, req.Group) {
+		return fail(kerr.GroupAuthorizationFailed)
 	}
 	if req.Group == "" {
 		return fail(errEmptyGroupID)

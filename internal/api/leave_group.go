@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -31,6 +33,8 @@ func handleLeaveGroup(ctx context.Context, h *Handler, r *server.Request) (kmsg.
 	var res *group.LeaveResult
 	coord, err := h.groups()
 	switch {
+	case !h.authz(r).allowed(auth.OpRead, auth.ResourceGroup, req.Group):
+		err = kerr.GroupAuthorizationFailed
 	case req.Group == "":
 		err = errEmptyGroupID
 	case err == nil:

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 )
@@ -27,7 +28,14 @@ func handleListGroups(ctx context.Context, h *Handler, r *server.Request) (kmsg.
 		resp.ErrorCode = errCode(h.d.Logger, err)
 		return resp, nil
 	}
+	// Kafka lists every group to a principal that may describe the
+	// cluster, and otherwise the groups it may describe.
+	z := h.authz(r)
+	all := z.filter(auth.OpDescribe, auth.ResourceCluster, auth.ClusterName)
 	for _, g := range groups {
+		if !all && !z.filter(auth.OpDescribe, auth.ResourceGroup, g.Group) {
+			continue
+		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.Group, g.ProtocolType, g.State, g.Type
 		resp.Groups = append(resp.Groups, rg)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -34,7 +35,9 @@ func handleListOffsets(_ context.Context, h *Handler, r *server.Request) (kmsg.R
 	req := r.Body.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	seen := map[string]map[int32]int{}
+	z := h.authz(r)
 	for _, rt := range req.Topics {
+		allowed := z.allowed(auth.OpDescribe, auth.ResourceTopic, rt.Topic)
 		st := kmsg.NewListOffsetsResponseTopic()
 		st.Topic = rt.Topic
 		if seen[rt.Topic] == nil {
@@ -48,7 +51,9 @@ func handleListOffsets(_ context.Context, h *Handler, r *server.Request) (kmsg.R
 			sp.Partition = rp.Partition
 			sp.Timestamp, sp.Offset, sp.LeaderEpoch = -1, -1, -1
 			var err error
-			if seen[rt.Topic][rp.Partition] > 1 {
+			if !allowed {
+				err = kerr.TopicAuthorizationFailed
+			} else if seen[rt.Topic][rp.Partition] > 1 {
 				err = fmt.Errorf("%w: partition %d listed twice", kerr.InvalidRequest, rp.Partition)
 			} else {
 				err = h.listOffset(req, rt.Topic, rp, &sp)

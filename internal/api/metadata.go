@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -27,28 +28,30 @@ import (
 // AllowAutoTopicCreation creates unknown topics with the broker defaults
 // when auto.create.topics.enable is true (through the controller; the new
 // topic is answered in full); v10+ topics may be named by id.
+//
+// Authorization (KafkaApis.getTopicMetadata): a topic needs DESCRIBE; one
+// named in the request without it is TOPIC_AUTHORIZATION_FAILED (by id:
+// with a null name), and a listing of every topic leaves it out. Creating
+// an unknown topic needs CREATE on the cluster or on the topic, else
+// TOPIC_AUTHORIZATION_FAILED. The authorized-operations fields (v8+) carry
+// what the principal may do when asked.
 func init() { register(kmsg.Metadata.Int16(), 0, 13, handleMetadata) }
 
-// authorizedOpsAll is every topic operation bit (READ..DESCRIBE_CONFIGS..);
-// Gregor has no ACLs yet, so everything is allowed.
-const (
-	authorizedOpsNotRequested = math.MinInt32
-	authorizedTopicOps        = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
-	authorizedClusterOps      = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
-)
+const authorizedOpsNotRequested = math.MinInt32
 
 func handleMetadata(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	z := h.authz(r)
 	im := h.d.Metadata.Image()
 	resp.ClusterID = strp(im.ClusterID)
 	resp.AuthorizedOperations = authorizedOpsNotRequested
 	if req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = authorizedClusterOps
+		resp.AuthorizedOperations = 0
+		if z.filter(auth.OpDescribe, auth.ResourceCluster, auth.ClusterName) {
+			resp.AuthorizedOperations = z.operations(true, auth.ResourceCluster, auth.ClusterName)
+		}
 	}
-	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && h.d.EnsureTopic != nil &&
-		h.d.Config().Bool("auto.create.topics.enable")
-
 	add := func(name string, id [16]byte, err error) {
 		t := kmsg.NewMetadataResponseTopic()
 		t.Topic, t.TopicID = strp(name), id
@@ -62,11 +65,14 @@ func handleMetadata(ctx context.Context, h *Handler, r *server.Request) (kmsg.Re
 			return
 		}
 		ti := im.Topic(name)
+		if ti == nil { // deleted since it was auto-created
+			t.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, t)
+			return
+		}
 		t.TopicID = ti.ID
 		t.IsInternal = controller.IsInternalTopic(name)
-		if req.IncludeTopicAuthorizedOperations {
-			t.AuthorizedOperations = authorizedTopicOps
-		}
+		t.AuthorizedOperations = z.operations(req.IncludeTopicAuthorizedOperations, auth.ResourceTopic, name)
 		for p, pi := range ti.Partitions {
 			v := h.viewPartition(im, name, int32(p), pi)
 			mp := kmsg.NewMetadataResponseTopicPartition()
@@ -80,62 +86,78 @@ func handleMetadata(ctx context.Context, h *Handler, r *server.Request) (kmsg.Re
 
 	if req.Topics == nil {
 		for _, name := range im.TopicNames() {
-			add(name, [16]byte{}, nil)
+			if z.filter(auth.OpDescribe, auth.ResourceTopic, name) {
+				add(name, [16]byte{}, nil)
+			}
 		}
 	} else {
 		for _, rt := range req.Topics {
-			if rt.Topic == nil || *rt.Topic == "" {
-				if rt.TopicID == [16]byte{} {
-					add("", rt.TopicID, kerr.InvalidTopicException)
-					continue
-				}
-				t := im.TopicByID(metadata.TopicID(rt.TopicID))
-				if t == nil {
-					add("", rt.TopicID, kerr.UnknownTopicID)
-					continue
-				}
-				add(t.Name, t.ID, nil)
-				continue
+			name, id, err := h.metadataTopic(ctx, z, im, req, rt)
+			if err == nil && im.Topic(name) == nil {
+				im = h.d.Metadata.Image() // it auto-created the topic
 			}
-			name := *rt.Topic
-			if im.Topic(name) != nil {
-				add(name, [16]byte{}, nil)
-				continue
-			}
-			if err := controller.ValidateTopicName(name); err != nil {
-				add(name, [16]byte{}, kerr.InvalidTopicException)
-				continue
-			}
-			if !autoCreate {
-				add(name, [16]byte{}, kerr.UnknownTopicOrPartition)
-				continue
-			}
-			if err := h.d.EnsureTopic(ctx, name); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-				add(name, [16]byte{}, err)
-				continue
-			}
-			// EnsureTopic returns once this broker has published the
-			// topic, so it is answered in full at once.
-			im = h.d.Metadata.Image()
-			if im.Topic(name) == nil {
-				add(name, [16]byte{}, kerr.LeaderNotAvailable)
-				continue
-			}
-			add(name, [16]byte{}, nil)
+			add(name, id, err)
 		}
 	}
-	resp.Brokers, resp.ControllerID = h.liveBrokers(im)
+	resp.Brokers, resp.ControllerID = h.liveBrokers(im, r.Conn.Listener)
 	return resp, nil
 }
 
-// liveBrokers are the unfenced brokers with an endpoint on this listener,
-// and the controller id to give clients: the active controller if it is
-// one of them, else a random one of them (-1 when there is none).
-func (h *Handler) liveBrokers(im *metadata.Image) ([]kmsg.MetadataResponseBroker, int32) {
+// metadataTopic resolves one topic a Metadata request names, by name or
+// by id, auto-creating it when allowed: the name to describe, or the error
+// to answer it with.
+func (h *Handler) metadataTopic(ctx context.Context, z authz, im *metadata.Image, req *kmsg.MetadataRequest,
+	rt kmsg.MetadataRequestTopic) (string, [16]byte, error) {
+	if rt.Topic == nil || *rt.Topic == "" {
+		if rt.TopicID == [16]byte{} {
+			return "", rt.TopicID, kerr.InvalidTopicException
+		}
+		t := im.TopicByID(metadata.TopicID(rt.TopicID))
+		switch {
+		case t == nil:
+			return "", rt.TopicID, kerr.UnknownTopicID
+		case !z.allowed(auth.OpDescribe, auth.ResourceTopic, t.Name):
+			return "", t.ID, kerr.TopicAuthorizationFailed
+		}
+		return t.Name, t.ID, nil
+	}
+	name := *rt.Topic
+	switch {
+	case !z.allowed(auth.OpDescribe, auth.ResourceTopic, name):
+		return name, [16]byte{}, kerr.TopicAuthorizationFailed
+	case im.Topic(name) != nil:
+		return name, [16]byte{}, nil
+	case controller.ValidateTopicName(name) != nil:
+		return name, [16]byte{}, kerr.InvalidTopicException
+	}
+	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && h.d.EnsureTopic != nil &&
+		h.d.Config().Bool("auto.create.topics.enable")
+	if !autoCreate {
+		return name, [16]byte{}, kerr.UnknownTopicOrPartition
+	}
+	if !z.filter(auth.OpCreate, auth.ResourceCluster, auth.ClusterName) && !z.allowed(auth.OpCreate, auth.ResourceTopic, name) {
+		return name, [16]byte{}, kerr.TopicAuthorizationFailed
+	}
+	if err := h.d.EnsureTopic(ctx, name); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return name, [16]byte{}, err
+	}
+	// EnsureTopic returns once this broker has published the topic, so it
+	// is answered in full at once.
+	if h.d.Metadata.Image().Topic(name) == nil {
+		return name, [16]byte{}, kerr.LeaderNotAvailable
+	}
+	return name, [16]byte{}, nil
+}
+
+// liveBrokers are the unfenced brokers with an endpoint on listener (""
+// for the first client listener), and the controller id to give clients:
+// the active controller if it is one of them, else a random one of them
+// (-1 when there is none).
+func (h *Handler) liveBrokers(im *metadata.Image, listener string) ([]kmsg.MetadataResponseBroker, int32) {
 	var out []kmsg.MetadataResponseBroker
 	ctrl := int32(-1)
 	for _, b := range im.SortedBrokers() {
-		ep, rack, ok := h.endpoint(im, b.ID)
+		ep, rack, ok := h.endpointOn(im, b.ID, listener)
 		if !ok {
 			continue
 		}

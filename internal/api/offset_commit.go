@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -39,10 +40,16 @@ func handleOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (kms
 	if req.Version <= 4 {
 		cr.RetentionMs = req.RetentionTimeMillis
 	}
-	slots := commitSlots(h.d.Metadata.Image(), req, cr)
+	z := h.authz(r)
+	groupAllowed := z.allowed(auth.OpRead, auth.ResourceGroup, req.Group)
+	slots := commitSlots(h.d.Metadata.Image(), req, cr, func(topic string) bool {
+		return !groupAllowed || z.allowed(auth.OpRead, auth.ResourceTopic, topic)
+	})
 	var res *group.CommitResult
 	coord, err := h.groups()
 	switch {
+	case !groupAllowed:
+		err = kerr.GroupAuthorizationFailed
 	case req.Group == "":
 		err = errEmptyGroupID
 	case err == nil && len(cr.Topics) > 0:
@@ -55,6 +62,8 @@ func handleOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (kms
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch s := slots[i][j]; {
+			case !groupAllowed:
+				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case s.err != nil:
 				rp.ErrorCode = errCode(h.d.Logger, s.err)
 			case err != nil:
@@ -70,9 +79,10 @@ func handleOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (kms
 }
 
 // commitSlots checks every request partition against the metadata image and
-// adds the ones that exist to cr; slots[i][j] says what became of request
-// topic i's partition j.
-func commitSlots(im *metadata.Image, req *kmsg.OffsetCommitRequest, cr *group.CommitRequest) [][]commitSlot {
+// READ authorization on its topic (before whether it exists, as Kafka
+// does) and adds the ones that pass to cr; slots[i][j] says what became of
+// request topic i's partition j.
+func commitSlots(im *metadata.Image, req *kmsg.OffsetCommitRequest, cr *group.CommitRequest, readable func(string) bool) [][]commitSlot {
 	byID := req.Version >= 10
 	slots := make([][]commitSlot, len(req.Topics))
 	for i, t := range req.Topics {
@@ -83,8 +93,13 @@ func commitSlots(im *metadata.Image, req *kmsg.OffsetCommitRequest, cr *group.Co
 			if ti = im.TopicByID(metadata.TopicID(t.TopicID)); ti == nil {
 				missing = fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, metadata.TopicID(t.TopicID))
 			}
+		} else if !readable(t.Topic) {
+			missing = kerr.TopicAuthorizationFailed
 		} else if ti = im.Topic(t.Topic); ti == nil {
 			missing = fmt.Errorf("%w: topic %s does not exist", kerr.UnknownTopicOrPartition, t.Topic)
+		}
+		if byID && ti != nil && !readable(ti.Name) {
+			missing = kerr.TopicAuthorizationFailed
 		}
 		ct := group.CommitTopic{}
 		for j, p := range t.Partitions {

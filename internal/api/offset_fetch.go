@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -35,7 +36,7 @@ func handleOffsetFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg
 				rg.Topics = append(rg.Topics, gt)
 			}
 		}
-		g := h.offsetFetchGroup(ctx, req, &rg)
+		g := h.offsetFetchGroup(ctx, r, req, &rg)
 		resp.ErrorCode = g.ErrorCode
 		for _, t := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -50,20 +51,26 @@ func handleOffsetFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg
 		return resp, nil
 	}
 	for i := range req.Groups {
-		resp.Groups = append(resp.Groups, h.offsetFetchGroup(ctx, req, &req.Groups[i]))
+		resp.Groups = append(resp.Groups, h.offsetFetchGroup(ctx, r, req, &req.Groups[i]))
 	}
 	return resp, nil
 }
 
-// offsetFetchGroup answers one group in the v8+ shape.
-func (h *Handler) offsetFetchGroup(ctx context.Context, req *kmsg.OffsetFetchRequest, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+// offsetFetchGroup answers one group in the v8+ shape. Authorization, as
+// in Kafka: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE on
+// each topic: a requested topic without it is TOPIC_AUTHORIZATION_FAILED,
+// and a request for every topic leaves it out.
+func (h *Handler) offsetFetchGroup(ctx context.Context, r *server.Request, req *kmsg.OffsetFetchRequest, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = rg.Group
 	byID := req.Version >= 10
 	im := h.d.Metadata.Image()
+	z := h.authz(r)
 	fr := &group.FetchRequest{Group: rg.Group, RequireStable: req.RequireStable}
-	// unknown[i]: the request's topic i names an unknown topic id.
+	// unknown[i]: the request's topic i names an unknown topic id;
+	// denied[i]: the principal may not describe it.
 	unknown := make([]bool, len(rg.Topics))
+	denied := make([]bool, len(rg.Topics))
 	if rg.Topics != nil {
 		fr.Topics = []group.TopicPartitions{}
 		for i, t := range rg.Topics {
@@ -76,12 +83,19 @@ func (h *Handler) offsetFetchGroup(ctx context.Context, req *kmsg.OffsetFetchReq
 				}
 				name = ti.Name
 			}
+			if !z.allowed(auth.OpDescribe, auth.ResourceTopic, name) {
+				denied[i] = true
+				continue
+			}
 			fr.Topics = append(fr.Topics, group.TopicPartitions{Topic: name, Partitions: t.Partitions})
 		}
 	}
 	coord, err := h.groups()
 	var res *group.FetchResult
-	if err == nil {
+	switch {
+	case !z.allowed(auth.OpDescribe, auth.ResourceGroup, rg.Group):
+		err = kerr.GroupAuthorizationFailed
+	case err == nil:
 		res, err = coord.Fetch(ctx, fr)
 	}
 	if err == nil {
@@ -122,6 +136,9 @@ func (h *Handler) offsetFetchGroup(ctx context.Context, req *kmsg.OffsetFetchReq
 	}
 	if rg.Topics == nil {
 		for _, t := range res.Topics {
+			if !z.filter(auth.OpDescribe, auth.ResourceTopic, t.Topic) {
+				continue
+			}
 			var id [16]byte
 			if byID {
 				ti := im.Topic(t.Topic)
@@ -136,11 +153,14 @@ func (h *Handler) offsetFetchGroup(ctx context.Context, req *kmsg.OffsetFetchReq
 	}
 	next := 0
 	for i, t := range rg.Topics {
-		if unknown[i] {
+		if unknown[i] || denied[i] {
+			var perr error = kerr.TopicAuthorizationFailed
+			if unknown[i] {
+				perr = fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, metadata.TopicID(t.TopicID))
+			}
 			parts := make([]group.FetchPartition, len(t.Partitions))
 			for j, p := range t.Partitions {
-				parts[j] = group.FetchPartition{Partition: p, Offset: -1, LeaderEpoch: -1,
-					Err: fmt.Errorf("%w: topic id %s", kerr.UnknownTopicID, metadata.TopicID(t.TopicID))}
+				parts[j] = group.FetchPartition{Partition: p, Offset: -1, LeaderEpoch: -1, Err: perr}
 			}
 			addTopic(t.Topic, t.TopicID, parts)
 			continue

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 )
 
@@ -24,21 +26,36 @@ import (
 // client sent none) does not change the answer, as in Kafka: consumers and
 // followers alike get end offsets bounded by the log end offset, not the
 // high watermark (a consumer only compares them with its position, which is
-// below the high watermark). Kafka uses ReplicaId for nothing but
-// authorization, which Gregor does not have yet.
+// below the high watermark). ReplicaId decides authorization, as in Kafka:
+// a replica needs CLUSTER_ACTION on the cluster (else every partition is
+// CLUSTER_AUTHORIZATION_FAILED), a consumer DESCRIBE on each topic
+// (TOPIC_AUTHORIZATION_FAILED).
 func init() { register(kmsg.OffsetForLeaderEpoch.Int16(), 2, 4, handleOffsetForLeaderEpoch) }
 
 func handleOffsetForLeaderEpoch(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	z := h.authz(r)
+	var denied error
+	if req.ReplicaID != -1 && !z.cluster(auth.OpClusterAction) {
+		denied = kerr.ClusterAuthorizationFailed
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		st.Topic = rt.Topic
+		topicErr := denied
+		if denied == nil && req.ReplicaID == -1 && !z.allowed(auth.OpDescribe, auth.ResourceTopic, rt.Topic) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
 			sp.LeaderEpoch, sp.EndOffset = -1, -1
-			sp.ErrorCode = errCode(h.d.Logger, h.endOffsetForEpoch(rt.Topic, rp, &sp))
+			err := topicErr
+			if err == nil {
+				err = h.endOffsetForEpoch(rt.Topic, rp, &sp)
+			}
+			sp.ErrorCode = errCode(h.d.Logger, err)
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/record"
 	"github.com/gregor-broker/gregor/internal/replica"
@@ -21,6 +22,11 @@ import (
 // (v8+) is what Kafka would say; an UNKNOWN_SERVER_ERROR's details stay in
 // the broker's log. With acks=0 no response is sent; if any partition
 // failed, the connection is closed so the client notices, as Kafka does.
+//
+// Authorization (KafkaApis.handleProduceRequest): transactional records
+// need WRITE on the transactional id (else the whole request is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE on the topic
+// (TOPIC_AUTHORIZATION_FAILED, decided before whether the topic exists).
 //
 // Transactional batches get what Kafka answers while no transaction
 // coordinator can be found (Gregor has none yet): a request with
@@ -42,7 +48,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 	byID := req.Version >= 13
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
 	var failed error
-	hints := h.newLeaderHints()
+	hints := h.newLeaderHints(r.Conn.Listener)
 	fail := func(sp *kmsg.ProduceResponseTopicPartition, name string, err error) {
 		failed = err
 		ke := kafkaError(h.d.Logger, err)
@@ -70,8 +76,14 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 	// to the validation, the producer-state checks and the append.
 	parsed := parseProduce(req)
 	var txnErr error
-	if req.TransactionID == nil && hasTransactionalRecords(parsed) {
-		txnErr = fmt.Errorf("%w: transactional records in a produce request without a transactional id", kerr.TransactionalIDAuthorizationFailed)
+	z := h.authz(r)
+	if hasTransactionalRecords(parsed) {
+		switch {
+		case req.TransactionID == nil:
+			txnErr = fmt.Errorf("%w: transactional records in a produce request without a transactional id", kerr.TransactionalIDAuthorizationFailed)
+		case !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, *req.TransactionID):
+			txnErr = kerr.TransactionalIDAuthorizationFailed
+		}
 	}
 	k := 0 // the partition's index in parsed
 	var nameBuf [4]string
@@ -83,6 +95,9 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		st.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		name, terr := h.topicName(rt.Topic, rt.TopicID, byID)
+		if terr == nil && txnErr == nil && !z.allowed(auth.OpWrite, auth.ResourceTopic, name) {
+			terr = kerr.TopicAuthorizationFailed
+		}
 		names = append(names, name)
 		for pi, rp := range rt.Partitions {
 			batch := &parsed[k]

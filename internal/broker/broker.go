@@ -18,6 +18,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/admin/source"
 	"github.com/gregor-broker/gregor/internal/api"
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/cleaner"
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/cluster"
@@ -73,10 +74,12 @@ type Broker struct {
 	// requestMemory bounds the request bytes held (queued.max.request.bytes).
 	requestMemory *server.MemoryPool
 	groups        *group.Coordinator
-	srv           *server.Server
-	handler       api.Deferred // the client listener's, set by startup
-	adm           *admin.Admin
-	view          *source.Source // what the admin JSON API and web console read
+	// listeners are the client listeners, in listeners order (the first
+	// is the one Addr reports); they share handler.
+	listeners []kafkaListener
+	handler   api.Deferred // the client listeners', set by startup
+	adm       *admin.Admin
+	view      *source.Source // what the admin JSON API and web console read
 
 	// ready is closed once the broker serves clients (startup); startErr
 	// says why startup failed, when it did (then fatal carries it too).
@@ -84,6 +87,12 @@ type Broker struct {
 	startDone chan struct{}
 	startErr  error
 	stopStart context.CancelFunc
+
+	audit *auth.Audit
+	// authzCfg is the authorizer's configuration, nil without
+	// authorizer.class.name; authorizer is rebuilt whenever the ACLs change.
+	authzCfg   *auth.AuthorizerConfig
+	authorizer atomic.Pointer[auth.Authorizer]
 
 	pidMu   sync.Mutex
 	pidNext int64
@@ -123,7 +132,11 @@ func New(o Options) (*Broker, error) {
 		return nil, err
 	}
 	for _, name := range static.Unknown() {
-		o.Logger.Warn("ignoring unknown broker config", "name", name)
+		// Listener-prefixed security settings are not in the registry but
+		// are read by package auth.
+		if !config.IsHonouredSecurityConfig(name) {
+			o.Logger.Warn("ignoring unknown broker config", "name", name)
+		}
 	}
 	layout, err := cluster.ParseLayout(static)
 	if err != nil {
@@ -152,7 +165,12 @@ func (b *Broker) Start() error {
 	if err := b.openDirs(cfg); err != nil {
 		return err
 	}
-	b.adm = admin.New(admin.Config{Addr: cfg.String("gregor.admin.listen"), Logger: b.logger, Registry: b.o.Registry})
+	adminSec, err := b.adminSecurity(cfg)
+	if err != nil {
+		return err
+	}
+	b.adm = admin.New(admin.Config{Addr: cfg.String("gregor.admin.listen"), Logger: b.logger, Registry: b.o.Registry,
+		Security: adminSec, MetricsAddr: cfg.String("gregor.admin.metrics.listen")})
 	b.adm.SetCondition("metadata", admin.NotReady, "catching up with the metadata log")
 	b.adm.SetCondition("log recovery", admin.NotReady, "waiting for the metadata")
 	b.adm.SetCondition("broker registration", admin.NotReady, "not registered with the controller yet")
@@ -247,30 +265,42 @@ func (b *Broker) logDirIDs() [][16]byte {
 	return out
 }
 
-// listenClients binds the client listener (requests are served once the
-// broker is ready, in Run).
+// listenClients binds the client listeners, each with its security
+// (requests are served once the broker is ready, in Run).
 func (b *Broker) listenClients(cfg *config.Broker) error {
 	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
-	l := b.layout
+	b.audit = auth.NewAudit(b.logger, b.o.Registry, b.o.Clock)
+	b.audit.InitDenied(api.SupportedNames())
+	if err := b.buildSecurity(cfg); err != nil {
+		return err
+	}
 	b.requestMemory = server.NewMemoryPool(cfg.Long("queued.max.request.bytes"))
-	b.srv = server.New(server.Config{
-		Addr:                  net.JoinHostPort(l.Client.Host, strconv.Itoa(l.Client.Port)),
-		Listener:              l.Client.Listener,
-		SocketRequestMaxBytes: cfg.Int("socket.request.max.bytes"),
-		MaxConnections:        int(cfg.Int("max.connections")),
-		ConnectionsMaxIdle:    ms("connections.max.idle.ms"),
-		Logger:                b.logger,
-		Metrics:               server.NewMetrics(b.o.Registry),
-		MemoryPool:            b.requestMemory,
-		MaxInflightRequests:   int(cfg.Int("gregor.max.in.flight.requests.per.connection")),
-		MaxInflightBytes:      int(cfg.Int("gregor.max.in.flight.bytes.per.connection")),
-	}, &b.handler)
-	if err := b.srv.Listen(); err != nil {
-		return fmt.Errorf("listener %s: %w", l.Client.Listener, err)
+	metrics := server.NewMetrics(b.o.Registry)
+	for i := range b.listeners {
+		l := &b.listeners[i]
+		sec := l.sec
+		l.srv = server.New(server.Config{
+			Addr:                  net.JoinHostPort(l.Bind.Host, strconv.Itoa(l.Bind.Port)),
+			Listener:              l.Bind.Listener,
+			SocketRequestMaxBytes: cfg.Int("socket.request.max.bytes"),
+			MaxConnections:        int(cfg.Int("max.connections")),
+			ConnectionsMaxIdle:    ms("connections.max.idle.ms"),
+			Logger:                b.logger,
+			Metrics:               metrics,
+			MemoryPool:            b.requestMemory,
+			MaxInflightRequests:   int(cfg.Int("gregor.max.in.flight.requests.per.connection")),
+			MaxInflightBytes:      int(cfg.Int("gregor.max.in.flight.bytes.per.connection")),
+			Secure:                func(nc net.Conn) (net.Conn, any) { return sec.Wrap(nc) },
+		}, &b.handler)
+		if err := l.srv.Listen(); err != nil {
+			return fmt.Errorf("listener %s: %w", l.Bind.Listener, err)
+		}
+		if l.Advertised.Port == 0 {
+			l.Advertised.Port = l.srv.Addr().(*net.TCPAddr).Port
+			b.layout.Clients[i].Advertised.Port = l.Advertised.Port
+		}
 	}
-	if l.Advertised.Port == 0 {
-		l.Advertised.Port = b.srv.Addr().(*net.TCPAddr).Port
-	}
+	b.layout.Advertised = b.listeners[0].Advertised
 	return nil
 }
 
@@ -304,8 +334,8 @@ func (b *Broker) Source() admin.Source {
 	return b.view
 }
 
-// Addr is the client listener's address.
-func (b *Broker) Addr() net.Addr { return b.srv.Addr() }
+// Addr is the first client listener's address.
+func (b *Broker) Addr() net.Addr { return b.listeners[0].srv.Addr() }
 
 // ControllerAddr is the CONTROLLER listener's address.
 func (b *Broker) ControllerAddr() net.Addr { return b.ctrlLn.Addr() }
@@ -338,7 +368,7 @@ func (b *Broker) Logs() *logmgr.Manager { return b.logs }
 // startup that failed) it shuts down by itself and Run returns why, so that
 // `gregor serve` exits non-zero.
 func (b *Broker) Run(ctx context.Context) error {
-	errc := make(chan error, 2)
+	errc := make(chan error, len(b.listeners)+1)
 	go func() { errc <- b.adm.Serve(context.Background()) }()
 	serving := b.ready
 	var fatal error
@@ -349,7 +379,9 @@ loop:
 			break loop
 		case <-serving:
 			serving = nil
-			go func() { errc <- b.srv.Serve(context.Background()) }()
+			for _, l := range b.listeners {
+				go func() { errc <- l.srv.Serve(context.Background()) }()
+			}
 		case err := <-errc:
 			if err != nil && !errors.Is(err, server.ErrServerClosed) {
 				b.logger.Error("listener stopped", "err", err)

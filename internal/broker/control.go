@@ -66,9 +66,16 @@ func (b *Broker) startLifecycle(cfg *config.Broker) error {
 		prev = -1
 	}
 	l := b.layout
-	adv := metadata.Endpoint{Name: l.Advertised.Listener, Host: l.Advertised.Host, Port: int32(l.Advertised.Port)}
+	// Every client listener is registered, so each broker can describe the
+	// others on the listener a request came in on.
+	var eps []metadata.Endpoint
+	for _, cl := range l.Clients {
+		eps = append(eps, metadata.Endpoint{Name: cl.Advertised.Listener, Host: cl.Advertised.Host, Port: int32(cl.Advertised.Port),
+			SecurityProtocol: cluster.SecurityProtocolID(cl.Protocol)})
+	}
+	adv := eps[0]
 	reg := controller.BrokerRegistrationRequest{BrokerID: l.NodeID, ClusterID: b.dirs.ClusterID, IncarnationID: b.incarnation,
-		Listeners: []metadata.Endpoint{adv}, Rack: cfg.String("broker.rack"), LogDirs: b.logDirIDs(), PreviousBrokerEpoch: prev}
+		Listeners: eps, Rack: cfg.String("broker.rack"), LogDirs: b.logDirIDs(), PreviousBrokerEpoch: prev}
 	ackFsync := cfg.Bool("gregor.ack.fsync")
 	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
 	b.life = cluster.NewLifecycle(cluster.LifecycleConfig{
@@ -85,7 +92,7 @@ func (b *Broker) startLifecycle(cfg *config.Broker) error {
 		Clock: b.o.Clock, Logger: b.logger,
 	})
 	b.logger.Info("starting", "node_id", l.NodeID, "cluster_id", b.dirs.ClusterID, "voters", l.VoterIDs(),
-		"controller_listener", b.ctrlLn.Addr().String(), "client_listener", b.srv.Addr().String(),
+		"controller_listener", b.ctrlLn.Addr().String(), "client_listener", b.Addr().String(),
 		"advertised", fmt.Sprintf("%s:%d", adv.Host, adv.Port), "previous_broker_epoch", prev, "epoch_file", reason)
 	b.life.Start()
 	return nil

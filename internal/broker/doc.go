@@ -2,9 +2,16 @@
 // Gregor node (a broker and a metadata quorum voter, Kafka's combined mode)
 // from the broker configuration and starts and stops them in order.
 //
-// New refuses a configuration that asks for TLS, SASL or ACLs, which Gregor
-// does not have yet (config.SecurityRequested names each setting), so an
-// operator who asked for protection never gets an open broker.
+// Security (security.go): each client listener gets an auth.Listener (TLS,
+// SASL) from the configuration, hooked into its server; the authorizer
+// (authorizer.class.name = Kafka's StandardAuthorizer) is rebuilt from the
+// published image whenever the ACLs change; SCRAM credentials are read from
+// the node's applied image; the admin HTTP listener gets its TLS and
+// authentication. New and Start refuse any security setting Gregor does not
+// implement (config.CheckServable, a CONTROLLER listener that is not
+// PLAINTEXT, an unknown authorizer class, a listener without the stores or
+// JAAS users it needs), so an operator who asked for protection never gets
+// an open broker.
 //
 // Start (returns once the listeners are bound; the rest needs the quorum):
 // configuration and the node's place in the cluster (cluster.ParseLayout) →
@@ -20,8 +27,9 @@
 // internal topics check (internaltopics.go: an internal topic the metadata
 // does not hold yet must be creatable and writable as its broker configs
 // describe it, offsets.topic.* and transaction.state.log.*, or the start
-// stops naming them) → the client listener (queued.max.request.bytes bounds
-// the request bytes it holds), bound, not served → the broker lifecycle (registration
+// stops naming them) → the client listeners, each with its security
+// (queued.max.request.bytes bounds the request bytes they hold), bound, not
+// served → the broker lifecycle (registration
 // with PreviousBrokerEpoch from the epoch file, then heartbeats, fenced).
 //
 // Startup, in the background (design §5.8.7): catch up with the metadata log
@@ -30,7 +38,7 @@
 // partition log; a log the image does not give this broker — no such topic
 // or partition, another topic id, this broker not a replica — is renamed
 // stray and kept, Kafka's isStrayKraftReplica) → replica manager, group
-// coordinator, request handler → the first publish (the whole image:
+// coordinator, the authorizer over the ACLs caught up with, request handler → the first publish (the whole image:
 // partitions hosted in their roles, coordinators of the __consumer_offsets
 // partitions led here loaded) → the log manager's jobs and the log cleaner →
 // heartbeats ask to be unfenced → once the controller has unfenced the

@@ -70,6 +70,8 @@ var (
 	groupPrefix = "kafka_coordinator_group_groupmetadatamanager_"
 	descGroups  = prometheus.NewDesc(groupPrefix+"numgroups",
 		"Consumer groups coordinated by this broker.", nil, nil)
+	descACLs = prometheus.NewDesc("kafka_server_authorizer_metrics_acls_total_count",
+		"ACLs in the metadata (0 without an authorizer).", nil, nil)
 	// descGroupsIn counts groups by state, keyed by the state's name.
 	descGroupsIn = map[string]*prometheus.Desc{}
 )
@@ -103,7 +105,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descGlobalTopics,
 		descGlobalPartitions, descLogDirSize, descLogDirSegments, descLogDirStrays, descLogSize, descLogSegments,
 		descOfflineLogDirs, descLogDirOffline, descLogDirFull, descLogDirUsable, descLogDirMinFree,
-		descLogStartOffset, descLogEndOffset, descGroups} {
+		descLogStartOffset, descLogEndOffset, descGroups, descACLs} {
 		ch <- d
 	}
 	for _, d := range descGroupsIn {
@@ -117,6 +119,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	cfg := b.Config()
+	acls := 0
+	if a := b.Authorizer(); a != nil {
+		acls = a.Count()
+	}
+	gauge(descACLs, float64(acls))
 	perPartition := cfg.Bool(PartitionSeriesConfig)
 	parts := b.replicas.Partitions()
 	var leaders, under, underMin, atMin, offline int

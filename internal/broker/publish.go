@@ -13,7 +13,8 @@ import (
 )
 
 // Publish makes the broker follow a metadata image (cluster.Listener): the
-// dynamic broker configs, then the partitions this broker is a replica of
+// dynamic broker configs (the listeners' key and trust stores reloaded),
+// the authorizer over the ACLs, then the partitions this broker is a replica of
 // (hosted in the role the image gives them; Kafka's
 // ReplicaManager.applyDelta, without LeaderAndIsr), the logs of partitions
 // it no longer holds deleted, the topic configs, and the group coordinator
@@ -25,7 +26,12 @@ func (b *Broker) Publish(prev, next *metadata.Image, d *metadata.Delta) {
 	if configsChanged {
 		if err := b.applyBrokerConfigs(next); err != nil {
 			b.logger.Error("applying dynamic broker configs failed", "err", err)
+		} else if d != nil {
+			b.reloadListeners(b.Config())
 		}
+	}
+	if d == nil || d.ACLs {
+		b.refreshAuthorizer(next)
 	}
 	// Topics gone (by id: a topic deleted and created again under its name
 	// is another topic) give up their partitions first.

@@ -30,9 +30,11 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if b.groups != nil {
 			b.groups.Close()
 		}
-		if b.srv != nil {
-			if err := b.srv.Shutdown(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("kafka listener: %w", err))
+		for _, l := range b.listeners {
+			if l.srv != nil {
+				if err := l.srv.Shutdown(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("kafka listener %s: %w", l.Bind.Listener, err))
+				}
 			}
 		}
 		if b.adm != nil {
@@ -63,7 +65,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			}
 		}
 		b.shutdownErr = errors.Join(errs...)
-		if b.shutdownErr == nil && b.srv != nil { // a broker that never started has nothing to report
+		if b.shutdownErr == nil && len(b.listeners) > 0 && b.listeners[0].srv != nil { // a broker that never started has nothing to report
 			b.logger.Info("shut down cleanly")
 		}
 	})

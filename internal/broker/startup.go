@@ -57,17 +57,23 @@ func (b *Broker) bringUp(ctx context.Context) error {
 	b.groups = group.NewCoordinator(group.Options{Replicas: b.replicas, Topics: groupTopics{b}, Config: b.Config,
 		Clock: b.o.Clock, Logger: b.logger})
 	b.sessions = replica.NewSessionCache(int(cfg.Int("max.incremental.fetch.session.cache.slots")), b.o.Clock.Now)
+	// The authorizer over the ACLs caught up with, before any request is
+	// served; Publish rebuilds it whenever they change.
+	b.refreshAuthorizer(im)
 	b.handler.Set(api.New(api.Deps{
 		NodeID: cfg.NodeID(), Metadata: published{b}, Controller: b.ctrl.RPC, Replicas: b.replicas, Logs: b.logs,
-		Sessions:    b.sessions,
-		Config:      b.Config,
-		Listener:    b.layout.Client.Listener,
-		ProducerIDs: b.nextProducerID,
-		EnsureTopic: b.ensureTopic,
-		Checkpoint:  b.logs.CheckpointLogStart,
-		Groups:      b.groups,
-		Clock:       b.o.Clock,
-		Logger:      b.logger,
+		Sessions:          b.sessions,
+		Config:            b.Config,
+		Listener:          b.layout.Client.Listener,
+		ProducerIDs:       b.nextProducerID,
+		EnsureTopic:       b.ensureTopic,
+		Checkpoint:        b.logs.CheckpointLogStart,
+		Groups:            b.groups,
+		Authorizer:        b.Authorizer,
+		Audit:             b.audit,
+		CheckBrokerConfig: b.checkBrokerConfig,
+		Clock:             b.o.Clock,
+		Logger:            b.logger,
 	}))
 	b.node.StartPublishing(b)
 	if err := b.node.WaitPublished(ctx, caughtUp); err != nil {
@@ -90,7 +96,7 @@ func (b *Broker) bringUp(ctx context.Context) error {
 	admin.RegisterAPI(b.adm, b.view)
 	admin.RegisterConsole(b.adm, b.view)
 	b.registerMetrics()
-	b.logger.Info("serving", "node_id", b.layout.NodeID, "broker_epoch", b.life.Epoch(), "listener", b.srv.Addr().String())
+	b.logger.Info("serving", "node_id", b.layout.NodeID, "broker_epoch", b.life.Epoch(), "listener", b.Addr().String())
 	return nil
 }
 

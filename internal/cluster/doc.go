@@ -9,8 +9,10 @@
 //   - Layout: node.id, controller.quorum.voters (static id@host:port; none
 //     means this node alone), the CONTROLLER listener it binds (its entry in
 //     listeners, else its voter address, else a free loopback port for a
-//     one-node cluster) and the client listener it advertises. Dedicated
-//     brokers or controllers and dynamic quorums are refused with what to
+//     one-node cluster) and the client listeners it serves and advertises,
+//     each with its security protocol (all registered, with Kafka's
+//     protocol ids). Dedicated brokers or controllers, dynamic quorums and a
+//     CONTROLLER listener that is not PLAINTEXT are refused with what to
 //     change. controller.quorum.election.timeout.ms sets raft's timing
 //     (quorum.TimingFromKafka); controller.quorum.fetch.timeout.ms is
 //     accepted but has no knob of its own in etcd raft, whose randomised

@@ -12,7 +12,7 @@ import (
 
 // Layout is where a node sits in its cluster, read from Kafka's KRaft
 // configs: its id, the voters of the metadata quorum with their CONTROLLER
-// listeners, the CONTROLLER listener it binds, and the client listener it
+// listeners, the CONTROLLER listener it binds, and the client listeners it
 // serves and advertises.
 type Layout struct {
 	NodeID int32
@@ -32,13 +32,41 @@ type Layout struct {
 	// else a free loopback port (127.0.0.1:0) for a one-node cluster
 	// nobody else needs to reach.
 	ControllerBind string
-	// Client is the client listener as bound (the first listener that is
-	// not a controller listener) and Advertised what brokers register and
-	// clients are told for it.
+	// Clients are the client listeners (every listener that is not a
+	// controller listener), in listeners order; Client and Advertised are
+	// the first one's.
+	Clients []ClientListener
+	// Client is the first client listener as bound and Advertised what
+	// brokers register and clients are told for it.
 	Client, Advertised config.Endpoint
-	// InterBroker is inter.broker.listener.name (the client listener when
-	// unset): the listener brokers use to reach each other.
-	InterBroker string
+	// InterBroker is inter.broker.listener.name (the first client listener
+	// when unset): the listener brokers use to reach each other, and
+	// InterBrokerProtocol its security protocol.
+	InterBroker, InterBrokerProtocol string
+}
+
+// ClientListener is one client listener: what it binds, what it
+// advertises, and its security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT or
+// SASL_SSL, from listener.security.protocol.map).
+type ClientListener struct {
+	Bind, Advertised config.Endpoint
+	Protocol         string
+}
+
+// SecurityProtocolID is Kafka's id of a security protocol, as broker
+// registrations carry it (-1 for an unknown name).
+func SecurityProtocolID(name string) int16 {
+	switch name {
+	case "PLAINTEXT":
+		return 0
+	case "SSL":
+		return 1
+	case "SASL_PLAINTEXT":
+		return 2
+	case "SASL_SSL":
+		return 3
+	}
+	return -1
 }
 
 // ParseLayout reads a node's place in the cluster from its configuration.
@@ -81,7 +109,7 @@ func ParseLayout(b *config.Broker) (*Layout, error) {
 	return l, nil
 }
 
-// listeners splits listeners into the CONTROLLER one and the client one.
+// listeners splits listeners into the CONTROLLER one and the client ones.
 func (l *Layout) listeners(b *config.Broker, ctrlNames []string) error {
 	isCtrl := map[string]bool{}
 	for _, n := range ctrlNames {
@@ -91,43 +119,45 @@ func (l *Layout) listeners(b *config.Broker, ctrlNames []string) error {
 	if err != nil {
 		return err
 	}
-	var client *config.Endpoint
-	for i, ep := range eps {
+	protos := b.SecurityProtocolMap()
+	advs, _ := config.ParseEndpoints(b.List("advertised.listeners"))
+	for _, ep := range eps {
 		switch {
 		case ep.Listener == l.ControllerListener:
 			l.ControllerBind = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 		case isCtrl[ep.Listener]:
-		case client == nil:
-			client = &eps[i]
+		default:
+			cl := ClientListener{Bind: ep, Advertised: ep, Protocol: protos[ep.Listener]}
+			for _, a := range advs {
+				if a.Listener == ep.Listener {
+					cl.Advertised = a
+				}
+			}
+			if h := cl.Advertised.Host; h == "" || h == "0.0.0.0" || h == "::" {
+				cl.Advertised.Host = "127.0.0.1"
+			}
+			l.Clients = append(l.Clients, cl)
 		}
 	}
-	if client == nil {
+	if len(l.Clients) == 0 {
 		return fmt.Errorf("listeners %v has no client listener outside controller.listener.names", b.List("listeners"))
 	}
-	if proto := b.SecurityProtocolMap()[client.Listener]; proto != "" && proto != "PLAINTEXT" {
-		return fmt.Errorf("listener %s uses security protocol %s; Gregor serves only PLAINTEXT so far (TLS and SASL are not implemented)",
-			client.Listener, proto)
+	if proto := protos[l.ControllerListener]; proto != "" && proto != "PLAINTEXT" {
+		return fmt.Errorf("the %s listener uses security protocol %s; Gregor's nodes talk to each other in PLAINTEXT only so far "+
+			"(TLS and SASL are served on client listeners): map %s to PLAINTEXT and keep it on a network only the nodes reach",
+			l.ControllerListener, proto, l.ControllerListener)
 	}
-	l.Client, l.Advertised = *client, *client
-	if advs, err := config.ParseEndpoints(b.List("advertised.listeners")); err == nil {
-		for _, ep := range advs {
-			if ep.Listener == client.Listener {
-				l.Advertised = ep
-			}
-		}
-	}
-	if h := l.Advertised.Host; h == "" || h == "0.0.0.0" || h == "::" {
-		l.Advertised.Host = "127.0.0.1"
-	}
+	l.Client, l.Advertised = l.Clients[0].Bind, l.Clients[0].Advertised
 	if err := l.controllerBind(); err != nil {
 		return err
 	}
-	l.InterBroker = client.Listener
+	l.InterBroker, l.InterBrokerProtocol = l.Clients[0].Bind.Listener, l.Clients[0].Protocol
 	if n := b.String("inter.broker.listener.name"); n != "" {
-		if strings.ToUpper(n) != client.Listener {
-			return fmt.Errorf("inter.broker.listener.name=%s: Gregor serves one client listener (%s), which brokers use too",
-				n, client.Listener)
+		i := slices.IndexFunc(l.Clients, func(c ClientListener) bool { return c.Bind.Listener == strings.ToUpper(n) })
+		if i < 0 {
+			return fmt.Errorf("inter.broker.listener.name=%s is not one of the client listeners", n)
 		}
+		l.InterBroker, l.InterBrokerProtocol = l.Clients[i].Bind.Listener, l.Clients[i].Protocol
 	}
 	return nil
 }

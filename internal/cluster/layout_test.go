@@ -64,6 +64,35 @@ func TestLayout(t *testing.T) {
 	}
 }
 
+// TestLayoutClientListeners: every listener outside
+// controller.listener.names is a client listener, with its own advertised
+// address and security protocol; inter.broker.listener.name may name any.
+func TestLayoutClientListeners(t *testing.T) {
+	l, err := layoutOf(t, map[string]string{
+		"listeners":                      "PLAINTEXT://127.0.0.1:9092,SECURE://0.0.0.0:9094,CONTROLLER://127.0.0.1:9093",
+		"advertised.listeners":           "SECURE://kafka.example:9094",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"inter.broker.listener.name":     "SECURE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ClientListener{
+		{Bind: config.Endpoint{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}, Advertised: config.Endpoint{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9092}, Protocol: "PLAINTEXT"},
+		{Bind: config.Endpoint{Listener: "SECURE", Host: "0.0.0.0", Port: 9094}, Advertised: config.Endpoint{Listener: "SECURE", Host: "kafka.example", Port: 9094}, Protocol: "SASL_SSL"},
+	}
+	if diff := cmp.Diff(want, l.Clients); diff != "" {
+		t.Fatalf("client listeners (-want +got):\n%s", diff)
+	}
+	if l.Client != want[0].Bind || l.InterBroker != "SECURE" || l.InterBrokerProtocol != "SASL_SSL" {
+		t.Fatalf("layout %+v", l)
+	}
+	for name, id := range map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3, "GSSAPI": -1} {
+		if got := SecurityProtocolID(name); got != id {
+			t.Errorf("SecurityProtocolID(%s) = %d, want %d", name, got, id)
+		}
+	}
+}
+
 func TestLayoutRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		props map[string]string
@@ -76,8 +105,9 @@ func TestLayoutRefusals(t *testing.T) {
 		{map[string]string{"controller.quorum.voters": "1@127.0.0.1:9093", "listeners": "PLAINTEXT://:9092,CONTROLLER://:9999"},
 			"would dial the wrong port"},
 		{map[string]string{"listeners": "CONTROLLER://:9093"}, "no client listener"},
-		{map[string]string{"inter.broker.listener.name": "OTHER", "listeners": "PLAINTEXT://:9092,OTHER://:9094",
-			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,OTHER:PLAINTEXT"}, "serves one client listener"},
+		{map[string]string{"inter.broker.listener.name": "CONTROLLER", "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093"}, "not one of the client listeners"},
+		{map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "PLAINTEXT only so far"},
 	} {
 		if _, err := layoutOf(t, tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.props, err, tc.want)

@@ -139,16 +139,7 @@ func checkDynamic(m map[string]string, perBrokerLayer bool) error {
 	if len(brokerOnly) > 0 {
 		return invalidf("Cannot update these configs at default cluster level, broker id must be specified: %s", scalaSet(brokerOnly))
 	}
-	var asked []string
-	for _, k := range sortedKeys(m) {
-		if IsSecurityConfig(k) {
-			asked = append(asked, k)
-		}
-	}
-	if len(asked) > 0 {
-		return securityNotImplemented(asked)
-	}
-	return nil
+	return dynamicSecurity(m, perBrokerLayer)
 }
 
 // raw returns the highest-priority value set for name in any layer.

@@ -12,6 +12,12 @@
 //
 //	gregor.ack.fsync     true   acks=all and acks=1 produce requests are answered only after fsync
 //	gregor.admin.listen  127.0.0.1:9644  address of the admin HTTP server
+//	gregor.admin.tls.certificate, gregor.admin.tls.key  PEM files: serve HTTPS
+//	gregor.admin.auth    none  none, basic (gregor.admin.auth.users, user:bcrypt-hash)
+//	                           or bearer (gregor.admin.auth.tokens); /livez, /readyz stay open
+//	gregor.admin.record.browser.enable  false  serve record contents (JSON API, console)
+//	gregor.admin.pprof.enable  false  serve /debug/pprof/
+//	gregor.admin.metrics.listen  ""  a second address with only /metrics, /livez, /readyz
 //	gregor.log.dir.min.free.bytes  -1  free space each log dir keeps: produce that would leave
 //	                                   less is refused (KAFKA_STORAGE_ERROR, retriable); -1 is
 //	                                   min(256 MiB, 1% of the volume), 0 none (dynamic)
@@ -59,14 +65,20 @@
 //   - Security fails closed: IsSecurityConfig names every authentication,
 //     authorization and TLS setting (ssl.*, sasl.*, authorizer.*,
 //     super.users, allow.everyone.if.no.acl.found, principal.builder.class,
-//     …, with or without a listener.name.NAME. prefix). Broker.CheckServable
-//     reports any that is set, and every listener whose protocol is not
-//     PLAINTEXT, so the broker refuses to start; the dynamic layers refuse
-//     them with INVALID_CONFIG. Defaults never count.
+//     …, with or without a listener.name.NAME. prefix), and
+//     IsHonouredSecurityConfig the ones Gregor implements (package auth:
+//     PEM TLS, SASL PLAIN/SCRAM/OAUTHBEARER, ACLs). Broker.CheckServable
+//     reports any other that is set, so the broker refuses to start rather
+//     than ignore it; values Gregor cannot honour (a JKS key store, GSSAPI)
+//     are refused when package auth builds the listeners. Dynamically,
+//     only a listener's key and trust stores may change (per broker, with
+//     the listener prefix, as Kafka reconfigures them); every other
+//     security setting is refused with INVALID_CONFIG. Defaults never count.
 //   - internal.segment.bytes (Kafka's test-only segment size) must be ≥ 1.
-//   - Security configs that Kafka only takes with a listener prefix, quotas,
-//     metrics reporters, tiered storage and the new group protocols are not
-//     in the registry; their names load as unknown configs.
+//   - Security configs that Kafka only takes with a listener prefix
+//     (sasl.jaas.config), quotas, metrics reporters, tiered storage and the
+//     new group protocols are not in the registry; their names load as
+//     unknown configs.
 //   - Properties files are read as UTF-8 (Java uses ISO-8859-1); ${…} is
 //     never expanded.
 //

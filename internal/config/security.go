@@ -6,9 +6,12 @@ import (
 	"strings"
 )
 
-// Gregor has no TLS, SASL or ACLs yet. A configuration that asks for any of
-// them must not start a broker that serves everyone on PLAINTEXT, so these
-// rules name every setting that asks for protection.
+// Security settings fail closed: Gregor serves TLS, SASL (PLAIN,
+// SCRAM-SHA-256/512, OAUTHBEARER) and ACLs (package auth), and a
+// configuration that asks for anything else about authentication,
+// authorization or encryption must not start a broker that ignores it.
+// These rules name every setting that asks for protection and the ones
+// Gregor honours.
 
 // securityNames are the authentication and authorization settings Kafka
 // takes without a prefix.
@@ -33,7 +36,8 @@ var securityPrefixes = []string{"ssl.", "sasl.", "authorizer.", "delegation.toke
 func IsSecurityConfig(name string) bool {
 	if rest, ok := strings.CutPrefix(name, "listener.name."); ok {
 		if _, setting, ok := strings.Cut(rest, "."); ok {
-			return IsSecurityConfig(setting) || strings.Contains(setting, ".sasl.")
+			return IsSecurityConfig(setting) || strings.Contains(setting, ".sasl.") ||
+				strings.HasSuffix(setting, ".connections.max.reauth.ms")
 		}
 		return false
 	}
@@ -48,24 +52,69 @@ func IsSecurityConfig(name string) bool {
 	return false
 }
 
-// SecurityRequested lists what in b asks for protection Gregor cannot give
-// yet, sorted: every security setting set in any layer (see
-// IsSecurityConfig; defaults do not count), security.inter.broker.protocol
-// when it is not PLAINTEXT, and every listener whose security protocol is not
-// PLAINTEXT. It is empty when the broker may serve everything on PLAINTEXT
-// without ignoring anything the operator asked for.
-func (b *Broker) SecurityRequested() []string {
+// honoured are the security settings Gregor implements, by their name
+// without a listener prefix.
+var honoured = map[string]bool{
+	"ssl.keystore.type": true, "ssl.keystore.location": true, "ssl.keystore.password": true, "ssl.key.password": true,
+	"ssl.keystore.key": true, "ssl.keystore.certificate.chain": true, "ssl.truststore.type": true,
+	"ssl.truststore.location": true, "ssl.truststore.password": true, "ssl.truststore.certificates": true,
+	"ssl.client.auth": true, "ssl.enabled.protocols": true, "ssl.protocol": true, "ssl.cipher.suites": true,
+	"ssl.endpoint.identification.algorithm": true, "ssl.principal.mapping.rules": true,
+	"ssl.allow.dn.changes": true, "ssl.allow.san.changes": true,
+	"sasl.enabled.mechanisms": true, "sasl.mechanism.inter.broker.protocol": true,
+	"sasl.mechanism.controller.protocol": true, "sasl.server.callback.handler.class": true,
+	"sasl.oauthbearer.jwks.endpoint.url": true, "sasl.oauthbearer.jwks.endpoint.refresh.ms": true,
+	"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": true, "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms": true,
+	"sasl.oauthbearer.expected.audience": true, "sasl.oauthbearer.expected.issuer": true,
+	"sasl.oauthbearer.clock.skew.seconds": true, "sasl.oauthbearer.sub.claim.name": true,
+	"sasl.oauthbearer.scope.claim.name": true, "connections.max.reauth.ms": true, "sasl.server.max.receive.size": true,
+	"authorizer.class.name": true, "super.users": true, "allow.everyone.if.no.acl.found": true,
+}
+
+// honouredPerMechanism are the settings Gregor reads with a listener and
+// SASL mechanism prefix (listener.name.NAME.MECHANISM.setting).
+var honouredPerMechanism = map[string]bool{
+	"sasl.jaas.config": true, "sasl.server.callback.handler.class": true, "connections.max.reauth.ms": true,
+	"sasl.oauthbearer.jwks.endpoint.url": true, "sasl.oauthbearer.jwks.endpoint.refresh.ms": true,
+	"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms": true, "sasl.oauthbearer.expected.audience": true,
+	"sasl.oauthbearer.expected.issuer": true, "sasl.oauthbearer.clock.skew.seconds": true,
+	"sasl.oauthbearer.sub.claim.name": true, "sasl.oauthbearer.scope.claim.name": true,
+}
+
+var saslMechanisms = map[string]bool{"plain": true, "scram-sha-256": true, "scram-sha-512": true, "oauthbearer": true}
+
+// IsHonouredSecurityConfig reports whether Gregor implements a security
+// setting (IsSecurityConfig), with the prefixes Kafka allows.
+func IsHonouredSecurityConfig(name string) bool {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return honoured[name]
+	}
+	_, setting, ok := strings.Cut(rest, ".")
+	if !ok {
+		return false
+	}
+	if honoured[setting] {
+		return true
+	}
+	mech, setting, ok := strings.Cut(setting, ".")
+	return ok && saslMechanisms[mech] && honouredPerMechanism[setting]
+}
+
+// SecurityUnsupported lists, sorted, the security settings set in any
+// layer (defaults do not count) that Gregor does not implement: Kerberos,
+// delegation tokens, custom principal builders, an authorizer's own
+// settings and the like. It is empty when Gregor honours everything the
+// operator asked for. Whether the values themselves can be honoured (a
+// PEM key store, a supported mechanism) is checked when the listeners and
+// the authorizer are built (package auth).
+func (b *Broker) SecurityUnsupported() []string {
 	seen := map[string]bool{}
 	for _, layer := range []map[string]string{b.static, b.dynDefault, b.dynBroker} {
 		for k := range layer {
-			if IsSecurityConfig(k) {
+			if IsSecurityConfig(k) && !IsHonouredSecurityConfig(k) {
 				seen[k] = true
 			}
-		}
-	}
-	if _, _, set := b.raw("security.inter.broker.protocol"); set {
-		if p := b.String("security.inter.broker.protocol"); p != "PLAINTEXT" {
-			seen[fmt.Sprintf("security.inter.broker.protocol=%s", p)] = true
 		}
 	}
 	out := make([]string, 0, len(seen))
@@ -73,30 +122,42 @@ func (b *Broker) SecurityRequested() []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	protos := b.SecurityProtocolMap()
-	listeners, _ := ParseEndpoints(b.List("listeners"))
-	for _, ep := range listeners {
-		if p := protos[ep.Listener]; p != "" && p != "PLAINTEXT" {
-			out = append(out, fmt.Sprintf("listener %s (%s)", ep.Listener, p))
-		}
-	}
 	return out
 }
 
-// securityNotImplemented is the error for a configuration that asks for
-// protection (see SecurityRequested); it wraps ErrInvalidConfig.
-func securityNotImplemented(what []string) error {
-	return invalidf("Gregor does not implement TLS, SASL or ACLs yet, and this configuration asks for them: %s. "+
-		"Starting would serve every client unauthenticated and unencrypted on PLAINTEXT, so Gregor refuses to start; "+
-		"remove these settings (and every listener whose protocol is not PLAINTEXT) to run an open broker.",
-		strings.Join(what, ", "))
+// CheckServable returns an error naming every security setting Gregor
+// does not implement (SecurityUnsupported), or nil. It wraps
+// ErrInvalidConfig.
+func (b *Broker) CheckServable() error {
+	if what := b.SecurityUnsupported(); len(what) > 0 {
+		return invalidf("Gregor does not implement these security settings: %s. "+
+			"Starting would ignore protection the configuration asks for, so Gregor refuses to start; "+
+			"README's security section lists what Gregor serves.", strings.Join(what, ", "))
+	}
+	return nil
 }
 
-// CheckServable returns an error naming every setting that asks for
-// protection Gregor cannot give (SecurityRequested), or nil.
-func (b *Broker) CheckServable() error {
-	if what := b.SecurityRequested(); len(what) > 0 {
-		return securityNotImplemented(what)
+// dynamicSecurity checks security settings of a dynamic layer: Gregor
+// changes at runtime only a listener's key and trust stores
+// (listener.name.NAME.ssl.keystore.location and the like, per broker), as
+// Kafka reconfigures them; every other security setting needs a restart.
+func dynamicSecurity(m map[string]string, perBrokerLayer bool) error {
+	var refused []string
+	for _, k := range sortedKeys(m) {
+		if !IsSecurityConfig(k) {
+			continue
+		}
+		rest, prefixed := strings.CutPrefix(k, "listener.name.")
+		_, setting, _ := strings.Cut(rest, ".")
+		if prefixed && securityReconfigurable[setting] && perBrokerLayer {
+			continue
+		}
+		refused = append(refused, k)
+	}
+	if len(refused) > 0 {
+		return invalidf("Cannot update these security configs dynamically: %s. Gregor reloads only a listener's key and trust stores "+
+			"(listener.name.NAME.ssl.keystore.* and ssl.truststore.*, per broker); set the others in server.properties and restart.",
+			fmt.Sprint(refused))
 	}
 	return nil
 }

@@ -549,6 +549,12 @@ func (c *Core) build(w *write, o *op) built {
 		return c.alterReassignments(w, r)
 	case *ListPartitionReassignmentsRequest:
 		return answer(listReassignments(w.im, r), nil)
+	case *CreateAclsRequest:
+		return c.createAcls(w, r)
+	case *DeleteAclsRequest:
+		return c.deleteAcls(w, r)
+	case *AlterUserScramCredentialsRequest:
+		return c.alterScram(w, r)
 	}
 	return answer(nil, fmt.Errorf("%w: the controller does not serve %T", kerr.InvalidRequest, o.req))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/transcript"
@@ -228,8 +229,114 @@ func (c *cluster) adminRequest(t *testing.T, d *datadriven.TestData, a *transcri
 			Topics: []ReassignableTopic{{Name: a.String("topic", ""), Partitions: []ReassignablePartition{rp}}}}
 	case "list-reassignments":
 		return &ListPartitionReassignmentsRequest{}
+	case "create-acls":
+		r := &CreateAclsRequest{}
+		for _, l := range lines(d.Input) {
+			r.Creations = append(r.Creations, parseBinding(t, l))
+		}
+		return r
+	case "delete-acls":
+		r := &DeleteAclsRequest{}
+		for _, l := range lines(d.Input) {
+			r.Filters = append(r.Filters, parseFilter(t, l))
+		}
+		return r
+	case "alter-scram":
+		return scramArgs(t, d)
 	}
 	return nil
+}
+
+// parseBinding reads "PERMISSION PRINCIPAL HOST OPERATION TYPE NAME PATTERN",
+// e.g. "allow User:alice * read topic t literal"; "-" is an empty string.
+func parseBinding(t *testing.T, l string) auth.Binding {
+	f := parseFilter(t, l)
+	b := auth.Binding{ResourceType: f.ResourceType, PatternType: f.PatternType, Operation: f.Operation, Permission: f.Permission}
+	deref := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	b.ResourceName, b.Principal, b.Host = deref(f.ResourceName), deref(f.Principal), deref(f.Host)
+	return b
+}
+
+// parseFilter reads a binding's fields; "-" is a null string and any, match
+// and unknown are allowed.
+func parseFilter(t *testing.T, l string) auth.Filter {
+	fs := strings.Fields(l)
+	if len(fs) != 7 {
+		t.Fatalf("ACL %q: want PERMISSION PRINCIPAL HOST OPERATION TYPE NAME PATTERN", l)
+	}
+	str := func(s string) *string {
+		if s == "-" {
+			return nil
+		}
+		return &s
+	}
+	enum := func(s string, parse func(string) (int8, bool)) int8 {
+		n, ok := parse(s)
+		if !ok {
+			t.Fatalf("ACL %q: bad field %q", l, s)
+		}
+		return n
+	}
+	named := func(names ...string) func(string) (int8, bool) {
+		return func(s string) (int8, bool) {
+			for i, n := range names {
+				if strings.EqualFold(n, s) {
+					return int8(i), true
+				}
+			}
+			return 0, false
+		}
+	}
+	return auth.Filter{
+		Permission:   auth.Permission(enum(fs[0], named("unknown", "any", "deny", "allow"))),
+		Principal:    str(fs[1]),
+		Host:         str(fs[2]),
+		Operation:    auth.Operation(enum(fs[3], named("unknown", "any", "all", "read", "write", "create", "delete", "alter", "describe", "cluster_action", "describe_configs", "alter_configs", "idempotent_write"))),
+		ResourceType: auth.ResourceType(enum(fs[4], named("unknown", "any", "topic", "group", "cluster", "transactional_id", "delegation_token", "user"))),
+		ResourceName: str(fs[5]),
+		PatternType:  auth.PatternType(enum(fs[6], named("unknown", "any", "match", "literal", "prefixed"))),
+	}
+}
+
+// scramArgs reads "upsert USER MECHANISM ITERATIONS PASSWORD" and
+// "delete USER MECHANISM" lines; the salt is the user's name.
+func scramArgs(t *testing.T, d *datadriven.TestData) *AlterUserScramCredentialsRequest {
+	r := &AlterUserScramCredentialsRequest{}
+	for _, l := range lines(d.Input) {
+		fs := strings.Fields(l)
+		if len(fs) < 3 {
+			t.Fatalf("%s: bad line %q", d.Pos, l)
+		}
+		user := fs[1]
+		if user == "-" {
+			user = ""
+		}
+		mech := auth.ScramMechanismNamed(fs[2])
+		switch {
+		case fs[0] == "delete":
+			r.Deletions = append(r.Deletions, ScramDeletion{Name: user, Mechanism: mech})
+		case fs[0] == "upsert" && len(fs) == 5:
+			iters, _ := strconv.Atoi(fs[3])
+			m := mech
+			if m == auth.ScramUnknown {
+				m = auth.ScramSHA256
+			}
+			salted, err := auth.SaltPassword(m, fs[4], []byte(user), iters)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Upsertions = append(r.Upsertions, ScramUpsertion{Name: user, Mechanism: mech, Iterations: int32(iters),
+				Salt: []byte(user), SaltedPassword: salted})
+		default:
+			t.Fatalf("%s: bad line %q", d.Pos, l)
+		}
+	}
+	return r
 }
 
 func resourceType(s string) int8 {

@@ -67,7 +67,15 @@
 //   - topics and configs: CreateTopics (placement.Place), DeleteTopics,
 //     CreatePartitions, IncrementalAlterConfigs and AlterConfigs for
 //     topics and brokers; changing min.insync.replicas with ELR on clears
-//     the ELRs it governs.
+//     the ELRs it governs;
+//   - security (security.go): CreateAcls (the broker's and
+//     AclControlManager's checks; an ACL that exists succeeds without a
+//     record; ids from Config.NewTopicID), DeleteAcls (per filter, every
+//     ACL matched, each removed once), AlterUserScramCredentials
+//     (ScramControlManager: a user altered twice fails whole with
+//     DUPLICATE_RESOURCE, 4096..16384 iterations, the stored key and
+//     server key derived from the client's salted password, never the
+//     password).
 //
 // Deliberate differences from Kafka: a same-incarnation registration retry
 // writes nothing (Kafka rewrites the registration); leader balancing does

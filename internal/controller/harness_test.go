@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/metadata"
 )
@@ -363,6 +364,15 @@ func (c *cluster) fmtRecord(r metadata.Record) string {
 		return fmt.Sprintf("Config %s %s=%s", fmtResource(r.Resource), r.Name, v)
 	case metadata.ProducerIDs:
 		return fmt.Sprintf("ProducerIDs broker=%d next=%d", r.BrokerID, r.NextBlockStart)
+	case metadata.AccessControlEntry:
+		return fmt.Sprintf("AccessControlEntry id=%x %s", r.ID[12:], fmtBinding(FromACL(r.ACL)))
+	case metadata.RemoveAccessControlEntry:
+		return fmt.Sprintf("RemoveAccessControlEntry id=%x", r.ID[12:])
+	case metadata.UserScramCredential:
+		return fmt.Sprintf("UserScramCredential %s %v iterations=%d salt=%q stored-key=%d bytes server-key=%d bytes", r.Key.User,
+			auth.ScramMechanismOf(r.Key.Mechanism), r.Credential.Iterations, r.Credential.Salt, len(r.Credential.StoredKey), len(r.Credential.ServerKey))
+	case metadata.RemoveUserScramCredential:
+		return fmt.Sprintf("RemoveUserScramCredential %s %v", r.Key.User, auth.ScramMechanismOf(r.Key.Mechanism))
 	}
 	return fmt.Sprintf("%T %+v", r, r)
 }
@@ -387,6 +397,12 @@ func fmtChange(r metadata.PartitionChange) string {
 		b.WriteString(" RECOVERED")
 	}
 	return b.String()
+}
+
+// fmtBinding prints an ACL as the transcripts write it: permission,
+// principal, host, operation, resource type, name, pattern type.
+func fmtBinding(b auth.Binding) string {
+	return fmt.Sprintf("%v %s %s %v %v %s %v", b.Permission, b.Principal, b.Host, b.Operation, b.ResourceType, b.ResourceName, b.PatternType)
 }
 
 func fmtResource(r metadata.ConfigResource) string {
@@ -470,6 +486,21 @@ func (c *cluster) fmtReply(r Reply) string {
 		}
 		if len(v.Topics) == 0 {
 			b.WriteString("no reassignments")
+		}
+	case *CreateAclsResponse:
+		for i, err := range v.Results {
+			fmt.Fprintf(&b, "acl %d: %s\n", i, fmtErr(err))
+		}
+	case *DeleteAclsResponse:
+		for i, fr := range v.Results {
+			fmt.Fprintf(&b, "filter %d: %s, %d deleted\n", i, fmtErr(fr.Err), len(fr.Deleted))
+			for _, d := range fr.Deleted {
+				fmt.Fprintf(&b, "  %s\n", fmtBinding(d))
+			}
+		}
+	case *AlterUserScramCredentialsResponse:
+		for _, ur := range v.Results {
+			fmt.Fprintf(&b, "%s: %s\n", ur.User, fmtErr(ur.Err))
 		}
 	default:
 		fmt.Fprintf(&b, "%T", v)

@@ -55,7 +55,7 @@ var mayImport = map[string][]string{
 	"internal/metadata":             nil,
 	"internal/controller/placement": nil,
 	"internal/controller/election":  {"metadata"},
-	"internal/controller":           {"clock", "config", "controller/election", "controller/placement", "metadata"},
+	"internal/controller":           {"auth", "clock", "config", "controller/election", "controller/placement", "metadata"},
 	"internal/replica":              {"log", "logmgr", "record", "topicpart", "vfs"},
 
 	// Coordinators: the runtime and the consumer group state machine.
@@ -66,11 +66,14 @@ var mayImport = map[string][]string{
 	// and publisher, the controller on it, the broker lifecycle.
 	"internal/cluster": {"clock", "config", "controller", "metadata", "quorum", "quorum/transport", "vfs"},
 
+	// Security: TLS, SASL and the authorizer, pure over config and clock.
+	"internal/auth": {"clock", "config"},
+
 	// The Kafka protocol: framing, then one handler per API key; the client
 	// side one node uses to reach another.
 	"internal/server":  {"bufpool"},
 	"internal/kclient": nil,
-	"internal/api": {"bufpool", "clock", "config", "controller", "group", "kclient", "log", "logmgr", "metadata",
+	"internal/api": {"auth", "bufpool", "clock", "config", "controller", "group", "kclient", "log", "logmgr", "metadata",
 		"quorum", "record", "replica", "server", "topicpart"},
 
 	// The admin HTTP listener and the read model it shows.
@@ -80,7 +83,7 @@ var mayImport = map[string][]string{
 		"metadata", "record", "replica", "topicpart", "vfs"},
 
 	// The composition root, and what starts it.
-	"internal/broker": {"admin", "admin/source", "api", "cleaner", "clock", "cluster", "config", "controller", "group",
+	"internal/broker": {"admin", "admin/source", "api", "auth", "cleaner", "clock", "cluster", "config", "controller", "group",
 		"kclient", "log", "logdirs", "logmgr", "metadata", "record", "replica", "server", "topicpart", "vfs"},
 	"internal/broker/brokertest": {"broker", "vfs"}, // StartOn runs a broker on any vfs.FS
 	"cmd/gregor":                 {"admin", "broker", "cleaner", "cluster", "config", "logdirs", "record", "vfs"},
@@ -88,6 +91,7 @@ var mayImport = map[string][]string{
 	// Test support: imported only by tests.
 	"internal/transcript": nil,
 	"internal/lint":       nil,
+	"internal/testpki":    nil,
 }
 
 // External imports with a rule of their own: the protocol's message types
@@ -107,6 +111,9 @@ var external = []struct {
 	{"github.com/twmb/franz-go/pkg/kadm", "the admin client only in the CLI and test support",
 		[]string{"internal/broker/brokertest", "cmd/gregor"}},
 	{"github.com/cockroachdb/datadriven", "transcript tests only", []string{"internal/transcript"}},
+	{"github.com/xdg-go/scram", "SCRAM only in the authentication package", []string{"internal/auth"}},
+	{"github.com/go-jose/go-jose/v4", "JOSE only where tokens are validated, and in test support",
+		[]string{"internal/auth", "internal/testpki"}},
 	{"go.etcd.io/raft/v3", "etcd raft only inside the metadata quorum",
 		[]string{"internal/quorum", "internal/quorum/wal", "internal/quorum/transport", "internal/quorum/quorumtest"}},
 }

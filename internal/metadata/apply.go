@@ -23,12 +23,15 @@ type Delta struct {
 	Configs map[ConfigResource]bool
 	// Features, Controller, ProducerIDs and ClusterID changed.
 	Features, Controller, ProducerIDs, ClusterID bool
+	// ACLs or SCRAM credentials changed.
+	ACLs, Scram bool
 }
 
 // Empty reports whether the entry changed nothing.
 func (d *Delta) Empty() bool {
 	return len(d.TopicsCreated) == 0 && len(d.TopicsRemoved) == 0 && len(d.Partitions) == 0 &&
-		len(d.Brokers) == 0 && len(d.Configs) == 0 && !d.Features && !d.Controller && !d.ProducerIDs && !d.ClusterID
+		len(d.Brokers) == 0 && len(d.Configs) == 0 && !d.Features && !d.Controller && !d.ProducerIDs && !d.ClusterID &&
+		!d.ACLs && !d.Scram
 }
 
 // Apply applies the entry committed at (index, term) to im and returns the
@@ -61,6 +64,7 @@ type applier struct {
 	d    *Delta
 
 	brokersCopied, configsCopied, featuresCopied bool
+	aclsCopied, scramCopied                      bool
 	// topics and byID write the next image's topic maps, copying a shard
 	// at its first change; nil until the entry changes a topic.
 	topics *cowWriter[string, *TopicImage]
@@ -105,6 +109,14 @@ func (a *applier) apply(index uint64, r Record) {
 			return
 		}
 		a.next.NextProducerID, a.d.ProducerIDs = r.NextBlockStart, true
+	case AccessControlEntry:
+		a.addACL(r)
+	case RemoveAccessControlEntry:
+		a.removeACL(r)
+	case UserScramCredential:
+		a.setScram(r)
+	case RemoveUserScramCredential:
+		a.removeScram(r)
 	default:
 		a.next.Skipped++
 	}

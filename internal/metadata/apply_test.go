@@ -103,7 +103,7 @@ func genEntry(t *rapid.T, im *Image) []Record {
 	var recs []Record
 	names := im.TopicNames()
 	for i := rapid.IntRange(1, 4).Draw(t, "n"); i > 0; i-- {
-		switch rapid.IntRange(0, 7).Draw(t, "kind") {
+		switch rapid.IntRange(0, 9).Draw(t, "kind") {
 		case 0:
 			recs = append(recs, RegisterBroker{ID: rapid.Int32Range(0, 3).Draw(t, "id"), Fenced: rapid.Bool().Draw(t, "f"),
 				Endpoints: []Endpoint{{Name: "PLAINTEXT", Host: "h", Port: 1}}})
@@ -143,6 +143,22 @@ func genEntry(t *rapid.T, im *Image) []Record {
 		case 6:
 			if len(names) > 0 {
 				recs = append(recs, RemoveTopic{ID: im.Topic(rapid.SampledFrom(names).Draw(t, "rm")).ID})
+			}
+		case 8:
+			if acls := im.ACLs(); len(acls) > 0 && rapid.Bool().Draw(t, "rmacl") {
+				for id := range acls {
+					recs = append(recs, RemoveAccessControlEntry{ID: id})
+					break
+				}
+			} else {
+				recs = append(recs, AccessControlEntry{ID: uuid(t, "aclid"), ACL: genACL(t)})
+			}
+		case 9:
+			if keys := im.ScramKeys(); len(keys) > 0 && rapid.Bool().Draw(t, "rmscram") {
+				recs = append(recs, RemoveUserScramCredential{Key: rapid.SampledFrom(keys).Draw(t, "rmkey")})
+			} else {
+				recs = append(recs, UserScramCredential{Key: genScramKey(t), Credential: ScramCredential{Salt: []byte("salt"),
+					StoredKey: []byte{1}, ServerKey: []byte{2}, Iterations: 4096}})
 			}
 		case 7:
 			recs = append(recs, ProducerIDs{BrokerID: 1, BrokerEpoch: 1, NextBlockStart: im.NextProducerID + 1000},
@@ -211,5 +227,40 @@ func BenchmarkApplyCreateTopic(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		im, _ = Apply(im, uint64(30001+i), 1, entry(30000+i))
+	}
+}
+
+// ACLs are added under fresh ids, once each, and removed by id; SCRAM
+// credentials are set and removed by user and mechanism. Each change shows
+// in the delta, and a record that cannot apply is skipped.
+func TestApplySecurity(t *testing.T) {
+	a1 := ACL{ResourceType: 2, ResourceName: "t", PatternType: 3, Principal: "User:a", Host: "*", Operation: 3, Permission: 3}
+	a2 := a1
+	a2.Permission = 2
+	im, d := apply(t, Empty(), 1, AccessControlEntry{ID: [16]byte{1}, ACL: a1}, AccessControlEntry{ID: [16]byte{2}, ACL: a2})
+	if !d.ACLs || im.NumACLs() != 2 || im.Skipped != 0 {
+		t.Fatalf("add: %v %d %d", d.ACLs, im.NumACLs(), im.Skipped)
+	}
+	prev := im
+	im, _ = apply(t, im, 2, AccessControlEntry{ID: [16]byte{3}, ACL: a1}, AccessControlEntry{ID: [16]byte{2}, ACL: a1},
+		RemoveAccessControlEntry{ID: [16]byte{9}})
+	if im.Skipped != 3 || im.NumACLs() != 2 {
+		t.Errorf("a duplicate ACL, a taken id and an unknown removal: skipped %d, %d ACLs", im.Skipped, im.NumACLs())
+	}
+	im, d = apply(t, im, 3, RemoveAccessControlEntry{ID: [16]byte{1}})
+	if !d.ACLs || im.NumACLs() != 1 || prev.NumACLs() != 2 {
+		t.Errorf("remove: %d ACLs, the earlier image %d", im.NumACLs(), prev.NumACLs())
+	}
+	k := ScramKey{User: "alice", Mechanism: 1}
+	im, d = apply(t, im, 4, UserScramCredential{Key: k, Credential: ScramCredential{Salt: []byte("s"), Iterations: 4096}})
+	if c, ok := im.ScramCredential("alice", 1); !d.Scram || !ok || c.Iterations != 4096 {
+		t.Errorf("set: %+v %v", c, ok)
+	}
+	if _, ok := im.ScramCredential("alice", 2); ok {
+		t.Error("the other mechanism has a credential")
+	}
+	im, d = apply(t, im, 5, RemoveUserScramCredential{Key: k}, RemoveUserScramCredential{Key: k})
+	if _, ok := im.ScramCredential("alice", 1); !d.Scram || ok || im.Skipped != 4 {
+		t.Errorf("remove: %v, skipped %d", ok, im.Skipped)
 	}
 }

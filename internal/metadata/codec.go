@@ -143,6 +143,27 @@ func AppendRecord(dst []byte, rec Record) []byte {
 		dst = kbin.AppendInt32(dst, r.BrokerID)
 		dst = kbin.AppendInt64(dst, r.BrokerEpoch)
 		dst = kbin.AppendInt64(dst, r.NextBlockStart)
+	case AccessControlEntry:
+		dst = kbin.AppendUuid(dst, r.ID)
+		dst = kbin.AppendInt8(dst, r.ACL.ResourceType)
+		dst = kbin.AppendVarintString(dst, r.ACL.ResourceName)
+		dst = kbin.AppendInt8(dst, r.ACL.PatternType)
+		dst = kbin.AppendVarintString(dst, r.ACL.Principal)
+		dst = kbin.AppendVarintString(dst, r.ACL.Host)
+		dst = kbin.AppendInt8(dst, r.ACL.Operation)
+		dst = kbin.AppendInt8(dst, r.ACL.Permission)
+	case RemoveAccessControlEntry:
+		dst = kbin.AppendUuid(dst, r.ID)
+	case UserScramCredential:
+		dst = kbin.AppendVarintString(dst, r.Key.User)
+		dst = kbin.AppendInt8(dst, r.Key.Mechanism)
+		dst = kbin.AppendVarintBytes(dst, r.Credential.Salt)
+		dst = kbin.AppendVarintBytes(dst, r.Credential.StoredKey)
+		dst = kbin.AppendVarintBytes(dst, r.Credential.ServerKey)
+		dst = kbin.AppendInt32(dst, r.Credential.Iterations)
+	case RemoveUserScramCredential:
+		dst = kbin.AppendVarintString(dst, r.Key.User)
+		dst = kbin.AppendInt8(dst, r.Key.Mechanism)
 	default:
 		panic(fmt.Sprintf("metadata: no encoding for %T", rec))
 	}
@@ -217,6 +238,17 @@ func readRecord(r *kbin.Reader) (Record, error) {
 		rec = Config{Resource: ConfigResource{Type: r.Int8(), Name: r.VarintString()}, Name: r.VarintString(), Value: readNullableString(r)}
 	case TypeProducerIDs:
 		rec = ProducerIDs{BrokerID: r.Int32(), BrokerEpoch: r.Int64(), NextBlockStart: r.Int64()}
+	case TypeAccessControlEntry:
+		rec = AccessControlEntry{ID: r.Uuid(), ACL: ACL{ResourceType: r.Int8(), ResourceName: r.VarintString(),
+			PatternType: r.Int8(), Principal: r.VarintString(), Host: r.VarintString(), Operation: r.Int8(), Permission: r.Int8()}}
+	case TypeRemoveAccessControlEntry:
+		rec = RemoveAccessControlEntry{ID: r.Uuid()}
+	case TypeUserScramCredential:
+		k := ScramKey{User: r.VarintString(), Mechanism: r.Int8()}
+		rec = UserScramCredential{Key: k, Credential: ScramCredential{Salt: readBytes(r), StoredKey: readBytes(r),
+			ServerKey: readBytes(r), Iterations: r.Int32()}}
+	case TypeRemoveUserScramCredential:
+		rec = RemoveUserScramCredential{Key: ScramKey{User: r.VarintString(), Mechanism: r.Int8()}}
 	default:
 		return nil, fmt.Errorf("%w: unknown record type %d", ErrCorrupt, t)
 	}
@@ -253,4 +285,14 @@ func readNullableString(r *kbin.Reader) *string {
 	}
 	s := string(b)
 	return &s
+}
+
+// readBytes reads a varint-length byte string into its own copy (the
+// entry's buffer is not kept).
+func readBytes(r *kbin.Reader) []byte {
+	b := r.VarintBytes()
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
 }

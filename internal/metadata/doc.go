@@ -13,18 +13,25 @@
 // within that term. Records mirror Kafka's (TopicRecord, PartitionRecord,
 // PartitionChangeRecord, RegisterBrokerRecord, BrokerRegistrationChange,
 // ConfigRecord, ProducerIdsRecord, FeatureLevelRecord, RemoveTopicRecord,
-// UnregisterBrokerRecord) plus ClusterID (the bootstrap snapshot's first
-// record) and Activation (a controller claiming its term).
+// UnregisterBrokerRecord, AccessControlEntryRecord,
+// RemoveAccessControlEntryRecord, UserScramCredentialRecord,
+// RemoveUserScramCredentialRecord) plus ClusterID (the bootstrap snapshot's
+// first record) and Activation (a controller claiming its term). ACLs and
+// SCRAM credentials (security.go) keep Kafka's enumeration codes; a SCRAM
+// credential is salt, stored key, server key and iterations, never a
+// password.
 //
 // Encoding (big-endian, franz-go's kbin primitives): an entry is a format
 // byte (1), proposer int32, term int64, seq int64, a record count int32 and
 // the records; a record is its type byte, a version byte (0) and its fields
 // in declaration order: strings and nullable strings with varint lengths,
 // broker id lists as int32 counts (-1 for nil, which in a PartitionChange
-// means "no change"), UUIDs as 16 bytes. A snapshot is a format byte (1),
-// the index and term of the last entry it covers, a count and the image's
-// records (Image.Records). Anything that does not decode is ErrCorrupt:
-// lengths are checked against the bytes left before anything is allocated.
+// means "no change"), UUIDs as 16 bytes, byte strings (SCRAM salts and
+// keys) with varint lengths. A snapshot is a format byte (1), the index and
+// term of the last entry it covers, a count and the image's records
+// (Image.Records), ACLs and SCRAM credentials among them. Anything that
+// does not decode is ErrCorrupt: lengths are checked against the bytes
+// left before anything is allocated.
 //
 // # Apply
 //
@@ -40,7 +47,10 @@
 //     (Kafka's PartitionRegistration.merge);
 //   - BrokerRegistrationChange and UnregisterBroker apply only to the broker
 //     epoch they name; ProducerIDs only when the next block start grows;
-//   - RemoveTopic removes the topic's partitions and configs.
+//   - RemoveTopic removes the topic's partitions and configs;
+//   - an AccessControlEntry applies under an id not taken and for an ACL
+//     not already present; RemoveAccessControlEntry and
+//     RemoveUserScramCredential only to what exists.
 //
 // A record whose guard fails is skipped and counted in Image.Skipped. The
 // controller builds every record against the image it will apply to, so a

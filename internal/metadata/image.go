@@ -59,6 +59,9 @@ type Image struct {
 	configs map[ConfigResource]map[string]string
 	// NextProducerID is the first producer id no block has handed out.
 	NextProducerID int64
+	// acls are the ACLs by id, scram the SCRAM credentials (security.go).
+	acls  map[[16]byte]ACL
+	scram map[ScramKey]ScramCredential
 	// Skipped counts records refused by their own guard (stale partition
 	// epoch, stale broker epoch, a term mismatch): a correct controller
 	// never writes one, so tests assert it stays zero.

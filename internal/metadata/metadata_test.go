@@ -26,7 +26,7 @@ func uuid(t *rapid.T, label string) [16]byte {
 func genRecord(t *rapid.T) Record {
 	str := rapid.StringMatching(`[a-z0-9._-]{0,12}`)
 	topic := TopicID(uuid(t, "topic"))
-	switch rapid.IntRange(1, 12).Draw(t, "type") {
+	switch rapid.IntRange(1, 16).Draw(t, "type") {
 	case 1:
 		return Activation{Node: rapid.Int32().Draw(t, "node"), Term: rapid.Uint64().Draw(t, "term")}
 	case 2:
@@ -75,9 +75,30 @@ func genRecord(t *rapid.T) Record {
 	case 11:
 		return ProducerIDs{BrokerID: rapid.Int32().Draw(t, "b"), BrokerEpoch: rapid.Int64().Draw(t, "be"),
 			NextBlockStart: rapid.Int64().Draw(t, "next")}
+	case 13:
+		return AccessControlEntry{ID: uuid(t, "acl"), ACL: genACL(t)}
+	case 14:
+		return RemoveAccessControlEntry{ID: uuid(t, "acl")}
+	case 15:
+		return UserScramCredential{Key: genScramKey(t), Credential: ScramCredential{
+			Salt: rapid.SliceOfN(rapid.Byte(), 0, 32).Draw(t, "salt"), StoredKey: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "sk"),
+			ServerKey: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "srv"), Iterations: rapid.Int32().Draw(t, "iter")}}
+	case 16:
+		return RemoveUserScramCredential{Key: genScramKey(t)}
 	default:
 		return ClusterID{ID: str.Draw(t, "cluster")}
 	}
+}
+
+func genACL(t *rapid.T) ACL {
+	return ACL{ResourceType: rapid.Int8Range(2, 6).Draw(t, "rt"), ResourceName: rapid.StringMatching(`[a-c*]{1,3}`).Draw(t, "rn"),
+		PatternType: rapid.Int8Range(3, 4).Draw(t, "pt"), Principal: rapid.SampledFrom([]string{"User:a", "User:b", "User:*"}).Draw(t, "pr"),
+		Host: rapid.SampledFrom([]string{"*", "10.0.0.1"}).Draw(t, "host"), Operation: rapid.Int8Range(2, 14).Draw(t, "op"),
+		Permission: rapid.Int8Range(2, 3).Draw(t, "perm")}
+}
+
+func genScramKey(t *rapid.T) ScramKey {
+	return ScramKey{User: rapid.SampledFrom([]string{"alice", "bob", "c=d,e"}).Draw(t, "user"), Mechanism: rapid.Int8Range(1, 2).Draw(t, "mech")}
 }
 
 // Every record survives an encode/decode round trip, nil and empty lists

@@ -46,6 +46,14 @@ func (t RecordType) String() string {
 		return "ProducerIDs"
 	case TypeClusterID:
 		return "ClusterID"
+	case TypeAccessControlEntry:
+		return "AccessControlEntry"
+	case TypeRemoveAccessControlEntry:
+		return "RemoveAccessControlEntry"
+	case TypeUserScramCredential:
+		return "UserScramCredential"
+	case TypeRemoveUserScramCredential:
+		return "RemoveUserScramCredential"
 	}
 	return "Unknown"
 }

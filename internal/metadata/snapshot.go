@@ -14,8 +14,9 @@ const snapshotFormat = 1
 // Records writes the image out as the records that rebuild it from Empty,
 // in a deterministic order: cluster id, features, brokers, topics each
 // followed by its partitions and configs, broker configs, the producer id
-// block, the controller's activation. Broker epochs and partition epochs
-// are carried explicitly.
+// block, the ACLs by id, the SCRAM credentials by user and mechanism, the
+// controller's activation. Broker epochs and partition epochs are carried
+// explicitly.
 func (im *Image) Records() []Record {
 	var out []Record
 	if im.ClusterID != "" {
@@ -55,6 +56,7 @@ func (im *Image) Records() []Record {
 	if im.NextProducerID > 0 {
 		out = append(out, ProducerIDs{BrokerID: -1, BrokerEpoch: -1, NextBlockStart: im.NextProducerID})
 	}
+	out = append(out, im.securityRecords()...)
 	if im.Controller.Node >= 0 {
 		out = append(out, im.Controller)
 	}
@@ -108,6 +110,8 @@ func DecodeSnapshot(b []byte) (*Image, error) {
 	}
 	a := applier{next: Empty(), d: &Delta{}}
 	a.brokersCopied, a.configsCopied, a.featuresCopied = true, true, true
+	a.next.acls, a.next.scram = map[[16]byte]ACL{}, map[ScramKey]ScramCredential{}
+	a.aclsCopied, a.scramCopied = true, true
 	for i := int32(0); i < n; i++ {
 		rec, err := readRecord(r)
 		if err != nil {

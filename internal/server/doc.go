@@ -91,6 +91,16 @@
 // list holding only ApiVersions with the served range; clients retry with
 // that version. The connection stays open.
 //
+// # Security
+//
+// Config.Secure, when set, sees every accepted connection before anything
+// is read from it and returns the connection to read and write (for TLS
+// listeners a crypto/tls server connection, whose handshake runs on the
+// first read under the idle deadline) and an opaque session the Handler
+// finds in ConnInfo.Session. What authentication and authorization mean is
+// package auth's and the Handler's business; the server only carries the
+// session.
+//
 // # Connections, pipelining and ordering
 //
 // Each connection has a reader goroutine and a writer goroutine. The reader

@@ -17,6 +17,9 @@ type ConnInfo struct {
 	Remote net.Addr
 	// Listener is the listener name (Kafka's listener names, e.g. "PLAINTEXT").
 	Listener string
+	// Session is the connection's security session made by Config.Secure
+	// (an *auth.Session), nil without one.
+	Session any
 }
 
 // Request is one decoded Kafka request.

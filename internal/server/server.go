@@ -59,6 +59,12 @@ type Config struct {
 	// hold this many bytes (one request is always allowed). 0 means the
 	// default, 64 MiB.
 	MaxInflightBytes int
+	// Secure, when set, is called with each accepted connection, in the
+	// accept loop, and must not block: it returns the connection to use
+	// (wrapped in TLS, whose handshake then runs on the first read) and
+	// the connection's security session, handed to the Handler as
+	// ConnInfo.Session (package auth's Listener.Wrap).
+	Secure func(net.Conn) (net.Conn, any)
 }
 
 // Server accepts Kafka protocol connections on one listener and hands each
@@ -271,7 +277,12 @@ func (s *Server) waitForConnectionSlot() bool {
 func (s *Server) ServeConn(nc net.Conn) { s.startConn(nc) }
 
 func (s *Server) startConn(nc net.Conn) {
+	var session any
+	if s.cfg.Secure != nil {
+		nc, session = s.cfg.Secure(nc)
+	}
 	c := newConn(s, s.nextConnID.Add(1), nc)
+	c.info.Session = session
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()

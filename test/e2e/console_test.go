@@ -24,7 +24,7 @@ import (
 // page's offsets bar must draw log start ≤ LSO ≤ HW ≤ LEO at the broker's
 // offsets; its screenshot is kept as a test artifact.
 func TestConsoleInBrowser(t *testing.T) {
-	b := brokertest.Start(t, nil)
+	b := brokertest.Start(t, map[string]string{"gregor.admin.record.browser.enable": "true"})
 	base := "http://" + b.AdminAddr().String()
 	ensureConsole(t, b, base)
 

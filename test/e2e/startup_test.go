@@ -46,53 +46,63 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// An operator who asks for authentication and authorization must never get
-// an open broker: the issue's server.properties (an authorizer, super users,
-// no access without ACLs, a SASL_PLAINTEXT listener) stops the start with a
-// message naming each setting, and nothing listens on its PLAINTEXT port.
+// An operator who asks for protection Gregor cannot give must never get an
+// open broker: each such configuration stops the start with a message
+// naming what is refused (and no JAAS secret), and nothing listens on its
+// PLAINTEXT port.
 func TestServeRefusesSecurityItCannotProvide(t *testing.T) {
 	plain, sasl := freePort(t), freePort(t)
-	props := fmt.Sprintf(`process.roles=broker,controller
+	base := fmt.Sprintf(`process.roles=broker,controller
 node.id=1
 controller.listener.names=CONTROLLER
 listeners=PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d
 listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT
-sasl.enabled.mechanisms=PLAIN
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="secret";
 authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 super.users=User:admin
-allow.everyone.if.no.acl.found=false
 `, plain, sasl)
-	file := filepath.Join(t.TempDir(), "server.properties")
-	if err := os.WriteFile(file, []byte(props), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := serveMustFail(t, "--config", file, "--data-dir", t.TempDir())
-	for _, want := range []string{"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found",
-		"sasl.enabled.mechanisms", "listener.name.sasl_plaintext.plain.sasl.jaas.config",
-		"listener SASL_PLAINTEXT (SASL_PLAINTEXT)", "does not implement TLS, SASL or ACLs"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the refusal does not name %q:\n%s", want, out)
+	for _, tc := range []struct{ name, extra, want string }{
+		{"Kerberos (sasl.enabled.mechanisms defaults to GSSAPI)", "", "GSSAPI"},
+		{"an authorizer class Gregor does not have", "sasl.enabled.mechanisms=PLAIN\nauthorizer.class.name=com.example.Authorizer\n", "com.example.Authorizer"},
+		{"a custom principal builder", "sasl.enabled.mechanisms=PLAIN\nprincipal.builder.class=com.example.Builder\n", "principal.builder.class"},
+		{"delegation tokens", "sasl.enabled.mechanisms=PLAIN\ndelegation.token.secret.key=k\n", "delegation.token.secret.key"},
+		{"a JAAS-less PLAIN listener", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256\nlistener.name.sasl_plaintext.plain.sasl.jaas.config=\n", "sasl.jaas.config"},
+	} {
+		file := filepath.Join(t.TempDir(), "server.properties")
+		if err := os.WriteFile(file, []byte(base+tc.extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := serveMustFail(t, "--config", file, "--data-dir", t.TempDir())
+		if !strings.Contains(out, tc.want) {
+			t.Errorf("%s: the refusal does not name %q:\n%s", tc.name, tc.want, out)
+		}
+		if strings.Contains(out, "user_admin") || strings.Contains(out, "secret\"") {
+			t.Errorf("%s: the refusal prints a JAAS secret:\n%s", tc.name, out)
+		}
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", plain), time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s: something listens on the PLAINTEXT port %d", tc.name, plain)
 		}
 	}
-	if strings.Contains(out, "user_admin") || strings.Contains(out, "secret") {
-		t.Errorf("the refusal prints a JAAS secret:\n%s", out)
-	}
-	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", plain), time.Second); err == nil {
-		c.Close()
-		t.Errorf("something listens on the PLAINTEXT port %d", plain)
-	}
 
-	// A TLS-only listener, and a lone ssl.client.auth, are refused too.
-	out = serveMustFail(t, "--data-dir", t.TempDir(),
+	// An SSL listener needs a PEM key store: without one, or with Kafka's
+	// default JKS type, the start stops.
+	out := serveMustFail(t, "--data-dir", t.TempDir(),
 		"--set", fmt.Sprintf("listeners=CLIENTS://127.0.0.1:%d", plain),
 		"--set", "listener.security.protocol.map=CLIENTS:SSL,CONTROLLER:PLAINTEXT")
-	if !strings.Contains(out, "listener CLIENTS (SSL)") {
-		t.Errorf("an SSL listener is not named:\n%s", out)
+	if !strings.Contains(out, "listener CLIENTS (SSL)") || !strings.Contains(out, "PEM") {
+		t.Errorf("an SSL listener without a key store is not explained:\n%s", out)
 	}
-	out = serveMustFail(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--set", "ssl.client.auth=required")
-	if !strings.Contains(out, "ssl.client.auth") {
-		t.Errorf("ssl.client.auth is not named:\n%s", out)
+	// The CONTROLLER listener (node to node) is PLAINTEXT only.
+	out = serveMustFail(t, "--data-dir", t.TempDir(),
+		"--set", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", plain, sasl),
+		"--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL")
+	if !strings.Contains(out, "CONTROLLER listener uses security protocol SSL") {
+		t.Errorf("a TLS CONTROLLER listener is not refused:\n%s", out)
+	}
+	out = serveMustFail(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--set", "gregor.admin.auth=basic")
+	if !strings.Contains(out, "gregor.admin.auth.users") {
+		t.Errorf("admin basic auth without users is not explained:\n%s", out)
 	}
 }
 

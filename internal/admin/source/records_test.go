@@ -19,7 +19,7 @@ import (
 // few hundred bytes may hold megabytes of value; a page of such records
 // must not hold max_records × megabytes (one record is always returned).
 func TestAPIRecordsPageBoundsDecodedBytes(t *testing.T) {
-	b := brokertest.Start(t, nil)
+	b := brokertest.Start(t, browse)
 	brokertest.CreateTopic(t, b.AdminClient(), "big", 1, nil)
 	const valueBytes = 1 << 20
 	value := bytes.Repeat([]byte{'z'}, valueBytes)
@@ -51,7 +51,7 @@ func TestAPIRecordsPageBoundsDecodedBytes(t *testing.T) {
 // codec: a page starts at its offset even in the middle of a batch, and one
 // that fills up in the middle of a batch goes on from the next record.
 func TestAPIRecordsBatches(t *testing.T) {
-	b := brokertest.Start(t, nil)
+	b := brokertest.Start(t, browse)
 	brokertest.CreateTopic(t, b.AdminClient(), "codecs", 1, nil)
 	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(),
 		kgo.Lz4Compression(), kgo.ZstdCompression()}

@@ -20,6 +20,12 @@ import (
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
 )
 
+// browser turns the record browser on: it is off by default
+// (gregor.admin.record.browser.enable), and these tests read records.
+const browser = "gregor.admin.record.browser.enable"
+
+var browse = map[string]string{browser: "true"}
+
 // The admin JSON API against a real broker: topics produced to with kgo, a
 // group offset committed and DeleteRecords run with kadm, then every /v1
 // route read over HTTP.
@@ -75,7 +81,7 @@ type apiFixture struct {
 
 func newAPIFixture(t *testing.T) *apiFixture {
 	t.Helper()
-	b := brokertest.Start(t, map[string]string{"group.initial.rebalance.delay.ms": "0"})
+	b := brokertest.Start(t, map[string]string{"group.initial.rebalance.delay.ms": "0", browser: "true"})
 	f := &apiFixture{b: b, adm: b.AdminClient(), ts0: time.Now().Add(-2*time.Hour).UnixMilli() / 1000 * 1000}
 	brokertest.CreateTopic(t, f.adm, "orders", 2, map[string]string{"internal.segment.bytes": "1024", "retention.ms": strconv.FormatInt(3*hourMs, 10)})
 	cl := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic("orders"))
@@ -394,7 +400,7 @@ func TestAPIRecords(t *testing.T) {
 }
 
 func TestAPIErrorsOnBroker(t *testing.T) {
-	b := brokertest.Start(t, nil)
+	b := brokertest.Start(t, browse)
 	brokertest.CreateTopic(t, b.AdminClient(), "t", 1, nil)
 	for _, tc := range []struct {
 		path   string
@@ -440,7 +446,7 @@ func TestAPIErrorsOnBroker(t *testing.T) {
 }
 
 func TestAPICompactedPartition(t *testing.T) {
-	b := brokertest.Start(t, map[string]string{"log.cleaner.backoff.ms": "20"})
+	b := brokertest.Start(t, map[string]string{"log.cleaner.backoff.ms": "20", browser: "true"})
 	brokertest.CreateTopic(t, b.AdminClient(), "changelog", 1, map[string]string{"cleanup.policy": "compact", "internal.segment.bytes": "1024"})
 	cl := b.Client(kgo.DefaultProduceTopic("changelog"))
 	for i := range 60 {

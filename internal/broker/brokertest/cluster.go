@@ -36,7 +36,8 @@ var ClusterProps = map[string]string{
 }
 
 // StartCluster starts n nodes at once and waits until every one serves.
-// overrides apply to every node; overTCP makes each broker reach even its
+// overrides apply to every node (a "listeners" override lists the client
+// listeners, on free ports: the CONTROLLER listener is added); overTCP makes each broker reach even its
 // own node's controller over the CONTROLLER listener.
 func StartCluster(t testing.TB, n int, overrides map[string]string, overTCP bool) *Cluster {
 	t.Helper()
@@ -82,7 +83,12 @@ func (c *Cluster) launch(i int) *Broker {
 	}
 	props["node.id"] = fmt.Sprint(id)
 	props["controller.quorum.voters"] = c.voters
-	props["listeners"] = "PLAINTEXT://127.0.0.1:0,CONTROLLER://" + c.ctrlAddrs[i]
+	// The client listeners are PLAINTEXT unless overrides name others.
+	clients := "PLAINTEXT://127.0.0.1:0"
+	if l, ok := c.overrides["listeners"]; ok {
+		clients = l
+	}
+	props["listeners"] = clients + ",CONTROLLER://" + c.ctrlAddrs[i]
 	return launch(c.t, broker.Options{Static: props, ControllerOverTCP: c.overTCP}, c.Dir(id))
 }
 

@@ -1,0 +1,378 @@
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/gregor-broker/gregor/internal/broker/brokertest"
+	"github.com/gregor-broker/gregor/internal/testpki"
+)
+
+// secureBroker is a broker with every kind of listener, TLS from PEM files,
+// SASL PLAIN (the admin), SCRAM and unsecured OAUTHBEARER, and the
+// StandardAuthorizer with User:admin as super user.
+type secureBroker struct {
+	*brokertest.Broker
+	dir                           string
+	ca                            *testpki.CA
+	caFile                        string
+	client                        *testpki.Cert
+	clientCert                    string
+	clientKey                     string
+	sasl, saslSSL, ssl, plaintext string // listener addresses
+}
+
+const adminJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_carol="carol-secret";`
+
+func startSecure(t *testing.T) *secureBroker {
+	t.Helper()
+	dir := t.TempDir()
+	ca := testpki.New(t)
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(caFile, ca.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keystore, _, _ := ca.Issue(t, "broker", []string{"localhost"}).WriteFiles(t, dir, "broker")
+	client := ca.Issue(t, "client", nil)
+	_, clientCert, clientKey := client.WriteFiles(t, dir, "client")
+	b := brokertest.Start(t, map[string]string{
+		"listeners":                                                 "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
+		"listener.security.protocol.map":                            "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:PLAINTEXT",
+		"ssl.keystore.type":                                         "PEM",
+		"ssl.keystore.location":                                     keystore,
+		"ssl.truststore.type":                                       "PEM",
+		"ssl.truststore.location":                                   caFile,
+		"listener.name.ssl.ssl.client.auth":                         "required",
+		"ssl.principal.mapping.rules":                               "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
+		"sasl.enabled.mechanisms":                                   "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":       adminJAAS,
+		"listener.name.sasl_ssl.plain.sasl.jaas.config":             adminJAAS,
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+		"listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":       "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+		"authorizer.class.name":                                     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"super.users":                                               "User:admin",
+	})
+	return &secureBroker{Broker: b, dir: dir, ca: ca, caFile: caFile, client: client, clientCert: clientCert, clientKey: clientKey,
+		sasl: b.ListenerAddr("SASL_PLAINTEXT").String(), saslSSL: b.ListenerAddr("SASL_SSL").String(),
+		ssl: b.ListenerAddr("SSL").String(), plaintext: b.ListenerAddr("PLAINTEXT").String()}
+}
+
+func (s *secureBroker) tls() *tls.Config {
+	return &tls.Config{RootCAs: s.ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12}
+}
+
+func (s *secureBroker) kgo(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(5 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// admin is the super user, over SASL_PLAINTEXT with PLAIN.
+func (s *secureBroker) admin(t *testing.T) *kadm.Client {
+	return kadm.NewClient(s.kgo(t, s.sasl, kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())))
+}
+
+func mustACL(t *testing.T, adm *kadm.Client, b *kadm.ACLBuilder) {
+	t.Helper()
+	res, err := adm.CreateACLs(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("CreateACLs %s: %v", r.Principal, r.Err)
+		}
+	}
+}
+
+func setScram(t *testing.T, adm *kadm.Client, user, password string, m kadm.ScramMechanism) {
+	t.Helper()
+	res, err := adm.AlterUserSCRAMs(context.Background(), nil, []kadm.UpsertSCRAM{{User: user, Mechanism: m, Iterations: 4096, Password: password}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TLS, SCRAM over SASL_SSL, mTLS principals and ACLs with real clients: a
+// client without permission gets TOPIC_AUTHORIZATION_FAILED, the same
+// client with an ACL produces and consumes.
+func TestSecurityEndToEnd(t *testing.T) {
+	s := startSecure(t)
+	ctx := testCtx(t, 60*time.Second)
+	adm := s.admin(t)
+	topic := uniqueTopic(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	setScram(t, adm, "alice", "alice-pw", kadm.ScramSha256)
+	setScram(t, adm, "bob", "bob-pw", kadm.ScramSha512)
+	described, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil || described["alice"].CredInfos[0].Iterations != 4096 || described["bob"].CredInfos[0].Mechanism != kadm.ScramSha512 {
+		t.Fatalf("DescribeUserSCRAMs: %+v %v", described, err)
+	}
+
+	alice := s.kgo(t, s.saslSSL, kgo.DialTLSConfig(s.tls()),
+		kgo.SASL(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha256Mechanism()), kgo.DefaultProduceTopic(topic))
+	if err := alice.Ping(ctx); err != nil {
+		t.Fatalf("SCRAM-SHA-256 over TLS: %v", err)
+	}
+	err = alice.ProduceSync(ctx, kgo.StringRecord("denied")).FirstErr()
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce without an ACL: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	mustACL(t, adm, kadm.NewACLs().Allow("User:alice").Topics(topic).Operations(kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
+	if err := alice.ProduceSync(ctx, kgo.StringRecord("allowed")).FirstErr(); err != nil {
+		t.Fatalf("produce with a WRITE ACL: %v", err)
+	}
+
+	// bob (SCRAM-SHA-512) reads through a prefixed ACL and a group ACL.
+	group := "g-" + topic
+	mustACL(t, adm, kadm.NewACLs().Allow("User:bob").Topics(topic[:len(topic)-3]).ResourcePatternType(kadm.ACLPatternPrefixed).
+		Groups(group).Operations(kadm.OpRead))
+	bob := s.kgo(t, s.saslSSL, kgo.DialTLSConfig(s.tls()), kgo.SASL(scram.Auth{User: "bob", Pass: "bob-pw"}.AsSha512Mechanism()),
+		kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	fetches := bob.PollRecords(ctx, 10)
+	if err := fetches.Err(); err != nil || fetches.NumRecords() != 1 || string(fetches.Records()[0].Value) != "allowed" {
+		t.Fatalf("bob's consume: %d records, %v", fetches.NumRecords(), err)
+	}
+
+	// DENY wins over ALLOW.
+	mustACL(t, adm, kadm.NewACLs().Deny("User:alice").Topics(topic).Operations(kadm.OpWrite))
+	if err := alice.ProduceSync(ctx, kgo.StringRecord("denied again")).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce with a DENY ACL: %v", err)
+	}
+	described2, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().Deny().DenyHosts().
+		Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	n := 0
+	for _, d := range described2 {
+		n += len(d.Described)
+	}
+	if err != nil || n != 4 {
+		t.Fatalf("DescribeACLs: %d ACLs (%+v), %v; want the 4 created", n, described2, err)
+	}
+
+	// mTLS: the certificate's CN is the principal.
+	clientTLS := s.tls()
+	clientTLS.Certificates = []tls.Certificate{s.client.TLS(t)}
+	mtls := s.kgo(t, s.ssl, kgo.DialTLSConfig(clientTLS), kgo.DefaultProduceTopic(topic))
+	if err := mtls.ProduceSync(ctx, kgo.StringRecord("x")).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("mTLS produce without an ACL: %v", err)
+	}
+	mustACL(t, adm, kadm.NewACLs().Allow("User:client").Topics(topic).Operations(kadm.OpWrite))
+	if err := mtls.ProduceSync(ctx, kgo.StringRecord("from mTLS")).FirstErr(); err != nil {
+		t.Fatalf("mTLS produce with an ACL: %v", err)
+	}
+	// Without a client certificate the SSL listener refuses the handshake.
+	noCert := s.kgo(t, s.ssl, kgo.DialTLSConfig(s.tls()))
+	if err := noCert.Ping(ctx); err == nil {
+		t.Error("the SSL listener (ssl.client.auth=required) accepted a client without a certificate")
+	}
+
+	// An unauthenticated PLAINTEXT client is ANONYMOUS: it sees no topic.
+	anon := kadm.NewClient(s.kgo(t, s.plaintext))
+	if topics, err := anon.ListTopics(ctx); err != nil || len(topics) != 0 {
+		t.Errorf("ANONYMOUS lists topics %v (%v)", topics.Names(), err)
+	}
+	res, err := anon.CreateACLs(ctx, kadm.NewACLs().Allow("User:ANONYMOUS").Topics("*").Operations(kadm.OpAll))
+	if err != nil || len(res) != 1 || !errors.Is(res[0].Err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("ANONYMOUS's CreateACLs: %+v %v, want CLUSTER_AUTHORIZATION_FAILED", res, err)
+	}
+
+	// The ACLs and credentials are in the metadata: after a restart they
+	// still apply. A new idempotent producer for alice is refused outright
+	// (InitProducerId: no IDEMPOTENT_WRITE, and her only WRITE is denied);
+	// without idempotence the produce is TOPIC_AUTHORIZATION_FAILED.
+	s.Stop()
+	b2 := brokertest.StartIn(t, s.Dir, s.Props)
+	saslSSL := b2.ListenerAddr("SASL_SSL").String()
+	login := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha256Mechanism())
+	idem := s.kgo(t, saslSSL, kgo.DialTLSConfig(s.tls()), login, kgo.DefaultProduceTopic(topic))
+	if err := idem.ProduceSync(ctx, kgo.StringRecord("after restart")).FirstErr(); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("after a restart, an idempotent producer: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	plainProducer := s.kgo(t, saslSSL, kgo.DialTLSConfig(s.tls()), login, kgo.DefaultProduceTopic(topic), kgo.DisableIdempotentWrite())
+	if err := plainProducer.ProduceSync(ctx, kgo.StringRecord("after restart")).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("after a restart, the DENY ACL: %v", err)
+	}
+}
+
+// Bad input on the auth path is answered as Kafka answers it and the broker
+// keeps serving others.
+func TestSecurityBadInput(t *testing.T) {
+	s := startSecure(t)
+	ctx := testCtx(t, 60*time.Second)
+	adm := s.admin(t)
+	setScram(t, adm, "alice", "alice-pw", kadm.ScramSha256)
+	ping := func(addr string, opts ...kgo.Opt) error {
+		cl := s.kgo(t, addr, opts...)
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return cl.Ping(pctx)
+	}
+	for name, m := range map[string]sasl.Mechanism{
+		"wrong SCRAM password": scram.Auth{User: "alice", Pass: "nope"}.AsSha256Mechanism(),
+		"unknown SCRAM user":   scram.Auth{User: "mallory", Pass: "x"}.AsSha256Mechanism(),
+		"wrong PLAIN password": plain.Auth{User: "admin", Pass: "nope"}.AsMechanism(),
+	} {
+		if err := ping(s.saslSSL, kgo.DialTLSConfig(s.tls()), kgo.SASL(m)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+		}
+	}
+	// OAUTHBEARER with Kafka's default (unsecured) validator: a live token
+	// passes, an expired one fails with invalid_token.
+	token := func(exp time.Time) sasl.Mechanism {
+		enc := base64.RawURLEncoding.EncodeToString
+		return oauth.Auth{Token: enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":"svc","exp":%d}`, exp.Unix()))) + "."}.AsMechanism()
+	}
+	if err := ping(s.sasl, kgo.SASL(token(time.Now().Add(time.Hour)))); err != nil {
+		t.Errorf("OAUTHBEARER: %v", err)
+	}
+	if err := ping(s.sasl, kgo.SASL(token(time.Now().Add(-time.Minute)))); !errors.Is(err, kerr.SaslAuthenticationFailed) ||
+		!strings.Contains(err.Error(), "invalid_token") {
+		t.Errorf("expired OAUTHBEARER token: %v", err)
+	}
+	// A TLS client on a plaintext port, and a plaintext client on a TLS
+	// port, fail; so does a request before the SASL handshake.
+	if err := ping(s.plaintext, kgo.DialTLSConfig(s.tls())); err == nil {
+		t.Error("a TLS client reached the PLAINTEXT listener")
+	}
+	if err := ping(s.saslSSL); err == nil {
+		t.Error("a plaintext client reached the SASL_SSL listener")
+	}
+	r := dialRaw(t, s.sasl)
+	r.write(r.frame(kmsgMetadata()))
+	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := r.c.Read(make([]byte, 1)); err == nil {
+		t.Error("a Metadata request before SaslHandshake was answered")
+	}
+	// Truncated and garbled SASL frames close only their own connection.
+	for _, raw := range [][]byte{{0, 0, 0, 3, 0, 17, 0}, {0, 0, 0, 200, 0, 36, 0, 2}} {
+		c, err := net.DialTimeout("tcp", s.sasl, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(raw)
+		c.Close()
+	}
+	if err := ping(s.saslSSL, kgo.DialTLSConfig(s.tls()), kgo.SASL(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha256Mechanism())); err != nil {
+		t.Errorf("a good client after the bad ones: %v", err)
+	}
+}
+
+// kcat (librdkafka) over SASL_SSL with SCRAM, and over SSL with a client
+// certificate.
+func TestSecurityKcat(t *testing.T) {
+	if _, err := exec.LookPath("kcat"); err != nil {
+		t.Skip("kcat is not installed (scripts/test.sh installs it with apt-get)")
+	}
+	s := startSecure(t)
+	ctx := testCtx(t, 60*time.Second)
+	adm := s.admin(t)
+	topic := uniqueTopic(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	setScram(t, adm, "alice", "alice-pw", kadm.ScramSha256)
+	mustACL(t, adm, kadm.NewACLs().Allow("User:alice", "User:client").Topics(topic).Groups("*").Operations(kadm.OpWrite, kadm.OpRead))
+	scramArgs := []string{"-b", s.saslSSL, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+		"-X", "sasl.username=alice", "-X", "sasl.password=alice-pw", "-X", "ssl.ca.location=" + s.caFile}
+	out := kcat(t, "", append(scramArgs, "-L", "-t", topic)...)
+	if !strings.Contains(out, fmt.Sprintf("topic %q with 1 partitions", topic)) {
+		t.Errorf("kcat -L over SASL_SSL:\n%s", out)
+	}
+	kcat(t, "one\ntwo\n", append(scramArgs, "-P", "-t", topic)...)
+	mtlsArgs := []string{"-b", s.ssl, "-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + s.caFile,
+		"-X", "ssl.certificate.location=" + s.clientCert, "-X", "ssl.key.location=" + s.clientKey}
+	kcat(t, "three\n", append(mtlsArgs, "-P", "-t", topic)...)
+	got := kcat(t, "", append(scramArgs, "-C", "-t", topic, "-o", "beginning", "-e", "-q")...)
+	if got != "one\ntwo\nthree\n" {
+		t.Errorf("kcat consumed %q", got)
+	}
+}
+
+func kmsgMetadata() kmsg.Request {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12
+	return req
+}
+
+// OAUTHBEARER against a JSON Web Key Set file: a token signed by a key of
+// the set, for the expected audience and issuer, authenticates; an unsigned
+// one, or one for another audience, does not.
+func TestSecurityOAuthJWKS(t *testing.T) {
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(jwks, testpki.JWKS(t, map[string]any{"k1": &key.PublicKey}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := brokertest.Start(t, map[string]string{
+		"listeners":                      "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+		"sasl.enabled.mechanisms":        "OAUTHBEARER",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":                   "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+		"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class": "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+		"sasl.oauthbearer.jwks.endpoint.url":                                          "file://" + jwks,
+		"sasl.oauthbearer.expected.audience":                                          "kafka",
+		"sasl.oauthbearer.expected.issuer":                                            "https://idp.example",
+	})
+	addr := b.ListenerAddr("SASL_PLAINTEXT").String()
+	ctx := testCtx(t, 30*time.Second)
+	ping := func(token string) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(oauth.Auth{Token: token}.AsMechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return cl.Ping(pctx)
+	}
+	now := time.Now()
+	claims := func(aud string) map[string]any {
+		return map[string]any{"sub": "svc", "aud": aud, "iss": "https://idp.example", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+	}
+	if err := ping(testpki.SignJWT(t, key, "k1", claims("kafka"))); err != nil {
+		t.Errorf("signed token: %v", err)
+	}
+	if err := ping(testpki.SignJWT(t, key, "k1", claims("other"))); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("token for another audience: %v", err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	unsigned := enc([]byte(`{"alg":"none"}`)) + "." + enc([]byte(fmt.Sprintf(`{"sub":"svc","exp":%d}`, now.Add(time.Hour).Unix()))) + "."
+	if err := ping(unsigned); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("unsigned token with a key set configured: %v", err)
+	}
+}
