@@ -34,8 +34,9 @@
 // a topic's existence never leaks); without an authorizer everything is
 // allowed. A request forwarded to the controller is authorized here first
 // (forward_authz.go), item by item where Kafka's ControllerApis does: only
-// what the principal may do is forwarded, since the CONTROLLER listener
-// carries no principal and does not authorize. CreateAcls, DeleteAcls and
+// what the principal may do is forwarded, since a forwarded request
+// carries no principal (the CONTROLLER listener admits nodes, by their
+// connection's principal, before ControllerHandler sees a request). CreateAcls, DeleteAcls and
 // AlterUserScramCredentials are forwarded like the other admin writes;
 // DescribeAcls and DescribeUserScramCredentials answer from this broker's
 // authorizer and published image.

@@ -17,8 +17,8 @@ import (
 // rules and answers: items the principal may not touch are taken out of
 // the forwarded request and answered here, and what the controller answers
 // for the rest is shown only as far as the principal may see it. The
-// CONTROLLER listener itself does not authorize (it is PLAINTEXT and must
-// be reachable by the cluster's nodes only).
+// CONTROLLER listener admits nodes only (by their connection's principal,
+// see package broker), not the client behind a forwarded request.
 
 // clusterForwarded is the operation on the cluster a forwarded request
 // needs whole (CLUSTER_AUTHORIZATION_FAILED for every item otherwise).

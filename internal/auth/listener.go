@@ -54,8 +54,11 @@ type Listener struct {
 
 	tlsConfig *tls.Config // the listener's, with GetConfigForClient
 	current   atomic.Pointer[tls.Config]
-	reloadMu  sync.Mutex
-	keys      keystore
+	// verifyHost: dialling a peer (ClientTLS) checks its host name
+	// (ssl.endpoint.identification.algorithm).
+	verifyHost atomic.Bool
+	reloadMu   sync.Mutex
+	keys       keystore
 
 	mapper          *SSLPrincipalMapper
 	mechanisms      []Mechanism
@@ -155,6 +158,11 @@ func (l *Listener) buildTLS(s settings) error {
 	if err != nil {
 		return err
 	}
+	verify, err := verifiesHost(s)
+	if err != nil {
+		return err
+	}
+	l.verifyHost.Store(verify)
 	rules, _ := s.get("ssl.principal.mapping.rules")
 	if l.mapper, err = ParseSSLPrincipalMappingRules(rules); err != nil {
 		return err
@@ -289,9 +297,14 @@ func (l *Listener) Reload(cfg *config.Broker, apply bool) error {
 	if err := ts.checkReload(l.keys, ks); err != nil {
 		return fmt.Errorf("listener %s: %w", l.name, err)
 	}
+	verify, err := verifiesHost(s)
+	if err != nil {
+		return fmt.Errorf("listener %s: %w", l.name, err)
+	}
 	if apply {
 		l.current.Store(next)
 		l.keys = ks
+		l.verifyHost.Store(verify)
 	}
 	return nil
 }

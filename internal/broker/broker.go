@@ -93,6 +93,7 @@ type Broker struct {
 	// authorizer.class.name; authorizer is rebuilt whenever the ACLs change.
 	authzCfg   *auth.AuthorizerConfig
 	authorizer atomic.Pointer[auth.Authorizer]
+	ctrlSec    *auth.Listener // the CONTROLLER listener's security
 
 	pidMu   sync.Mutex
 	pidNext int64
@@ -176,6 +177,10 @@ func (b *Broker) Start() error {
 	b.adm.SetCondition("broker registration", admin.NotReady, "not registered with the controller yet")
 	if err := b.adm.Listen(); err != nil {
 		return fmt.Errorf("admin listener: %w", err)
+	}
+	b.audit = auth.NewAudit(b.logger, b.o.Registry, b.o.Clock)
+	if err := b.buildAuthorizerConfig(cfg); err != nil {
+		return err
 	}
 	if err := b.openNode(cfg); err != nil {
 		return err
@@ -269,8 +274,7 @@ func (b *Broker) logDirIDs() [][16]byte {
 // (requests are served once the broker is ready, in Run).
 func (b *Broker) listenClients(cfg *config.Broker) error {
 	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
-	b.audit = auth.NewAudit(b.logger, b.o.Registry, b.o.Clock)
-	b.audit.InitDenied(api.SupportedNames())
+	b.audit.InitDenied(append(api.SupportedNames(), controllerConnection))
 	if err := b.buildSecurity(cfg); err != nil {
 		return err
 	}

@@ -22,7 +22,8 @@ import (
 
 // openNode opens the metadata log and serves the CONTROLLER listener: raft
 // connections go to the quorum's transport, every other connection to the
-// controller's Kafka RPCs.
+// controller's Kafka RPCs. Its security (secureNode) covers both ways:
+// connections this node accepts and the ones it dials.
 func (b *Broker) openNode(cfg *config.Broker) error {
 	l := b.layout
 	ln, err := net.Listen("tcp", l.ControllerBind)
@@ -30,6 +31,11 @@ func (b *Broker) openNode(cfg *config.Broker) error {
 		return fmt.Errorf("%s listener: %w", l.ControllerListener, err)
 	}
 	b.ctrlLn = ln
+	nodeLn, dial, err := b.secureNode(cfg, ln)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	if _, port, _ := net.SplitHostPort(l.Voters[l.NodeID]); port == "0" {
 		// A one-node cluster on a free port: its own address book entry
 		// (which only this node's controller client reads) is the port.
@@ -37,7 +43,7 @@ func (b *Broker) openNode(cfg *config.Broker) error {
 	}
 	b.node, err = cluster.OpenNode(cluster.NodeConfig{FS: b.o.FS, MetadataLogDir: b.dirs.MetadataDir, Layout: l,
 		ClusterID: b.dirs.ClusterID, Broker: b.static, Clock: b.o.Clock, Logger: b.logger, MaxReplicationFactor: maxReplicationFactor,
-		LocalIncarnation: b.incarnation, Dial: b.o.DialRaft})
+		LocalIncarnation: b.incarnation, Dial: dial(b.o.DialRaft)})
 	if err != nil {
 		ln.Close()
 		return err
@@ -47,8 +53,8 @@ func (b *Broker) openNode(cfg *config.Broker) error {
 		Logger: b.logger.With("listener", l.ControllerListener)})
 	b.ctrlSrv = server.New(server.Config{Listener: l.ControllerListener, SocketRequestMaxBytes: cfg.Int("socket.request.max.bytes"),
 		Logger: b.logger}, handler)
-	b.node.Serve(ln, b.ctrlSrv.ServeConn)
-	b.pool = kclient.NewPool(kclient.Config{ClientID: fmt.Sprintf("gregor-broker-%d", l.NodeID)})
+	b.node.Serve(nodeLn, b.ctrlSrv.ServeConn)
+	b.pool = kclient.NewPool(kclient.Config{ClientID: fmt.Sprintf("gregor-broker-%d", l.NodeID), Dial: dial(nil)})
 	b.ctrl = api.ControllerClient{RPC: api.NewControllerRouter(api.RouterConfig{NodeID: l.NodeID, Leader: b.node.Leader,
 		Addr: b.node.ControllerAddr, Local: handler, OverTCP: b.o.ControllerOverTCP, Pool: b.pool, Clock: b.o.Clock,
 		Logger: b.logger})}

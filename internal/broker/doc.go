@@ -3,15 +3,20 @@
 // from the broker configuration and starts and stops them in order.
 //
 // Security (security.go): each client listener gets an auth.Listener (TLS,
-// SASL) from the configuration, hooked into its server; the authorizer
-// (authorizer.class.name = Kafka's StandardAuthorizer) is rebuilt from the
-// published image whenever the ACLs change; SCRAM credentials are read from
-// the node's applied image; the admin HTTP listener gets its TLS and
-// authentication. New and Start refuse any security setting Gregor does not
-// implement (config.CheckServable, a CONTROLLER listener that is not
-// PLAINTEXT, an unknown authorizer class, a listener without the stores or
-// JAAS users it needs), so an operator who asked for protection never gets
-// an open broker.
+// SASL) from the configuration, hooked into its server; the CONTROLLER
+// listener's (PLAINTEXT or SSL) wraps its net.Listener so that every
+// connection from a peer, raft or Kafka RPC, is admitted by its principal
+// (CLUSTER_ACTION with an authorizer; super users before the ACLs are
+// loaded), and this node dials its peers with the same protocol, its key
+// store as client certificate; the authorizer (authorizer.class.name =
+// Kafka's StandardAuthorizer) is rebuilt from the published image whenever
+// the ACLs change; SCRAM credentials are read from the node's applied
+// image; key stores reload on broker config changes; the admin HTTP
+// listener gets its TLS and authentication. New and Start refuse any
+// security setting Gregor does not implement (config.CheckServable, SASL on
+// the CONTROLLER listener, an unknown authorizer class, a listener without
+// the stores or JAAS users it needs), so an operator who asked for
+// protection never gets an open broker.
 //
 // Start (returns once the listeners are bound; the rest needs the quorum):
 // configuration and the node's place in the cluster (cluster.ParseLayout) →

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -33,10 +34,38 @@ type kafkaListener struct {
 	srv *server.Server
 }
 
-// buildSecurity makes every client listener's security (auth.Listener)
-// and the authorizer's configuration; anything Gregor cannot honour stops
-// the start.
+// buildSecurity makes every client listener's security (auth.Listener);
+// anything Gregor cannot honour stops the start.
 func (b *Broker) buildSecurity(cfg *config.Broker) error {
+	b.listeners = nil
+	for _, cl := range b.layout.Clients {
+		if cl.Protocol == "" {
+			return fmt.Errorf("%w: listener %s has no security protocol in listener.security.protocol.map", config.ErrInvalidConfig, cl.Bind.Listener)
+		}
+		sec, err := b.newListener(cfg, cl.Bind.Listener, cl.Protocol)
+		if err != nil {
+			return err
+		}
+		b.listeners = append(b.listeners, kafkaListener{ClientListener: cl, sec: sec})
+	}
+	return nil
+}
+
+// newListener builds one listener's security.
+func (b *Broker) newListener(cfg *config.Broker, name, protocol string) (*auth.Listener, error) {
+	sec, err := auth.NewListener(auth.ListenerOptions{Name: name, Protocol: protocol, Config: cfg, Clock: b.o.Clock,
+		Audit: b.audit, Scram: b.scramCredential, ReadFile: func(path string) ([]byte, error) { return vfs.ReadFile(b.o.FS, path) },
+		FetchURL: fetchURL})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", config.ErrInvalidConfig, err)
+	}
+	return sec, nil
+}
+
+// buildAuthorizerConfig reads authorizer.class.name, super.users and
+// allow.everyone.if.no.acl.found; an authorizer Gregor does not have stops
+// the start.
+func (b *Broker) buildAuthorizerConfig(cfg *config.Broker) error {
 	switch cls := cfg.String("authorizer.class.name"); cls {
 	case "":
 	case StandardAuthorizer:
@@ -49,20 +78,73 @@ func (b *Broker) buildSecurity(cfg *config.Broker) error {
 		return fmt.Errorf("%w: authorizer.class.name %s is not supported: Gregor's authorizer is Kafka's StandardAuthorizer (%s), over ACLs in the metadata",
 			config.ErrInvalidConfig, cls, StandardAuthorizer)
 	}
-	b.listeners = nil
-	for _, cl := range b.layout.Clients {
-		if cl.Protocol == "" {
-			return fmt.Errorf("%w: listener %s has no security protocol in listener.security.protocol.map", config.ErrInvalidConfig, cl.Bind.Listener)
-		}
-		sec, err := auth.NewListener(auth.ListenerOptions{Name: cl.Bind.Listener, Protocol: cl.Protocol, Config: cfg, Clock: b.o.Clock,
-			Audit: b.audit, Scram: b.scramCredential, ReadFile: func(path string) ([]byte, error) { return vfs.ReadFile(b.o.FS, path) },
-			FetchURL: fetchURL})
-		if err != nil {
-			return fmt.Errorf("%w: %v", config.ErrInvalidConfig, err)
-		}
-		b.listeners = append(b.listeners, kafkaListener{ClientListener: cl, sec: sec})
-	}
 	return nil
+}
+
+// controllerConnection is what a refused connection to the CONTROLLER
+// listener is counted as in the denied-requests metric.
+const controllerConnection = "ControllerConnection"
+
+// secureNode makes the CONTROLLER listener's security, both ways: ln
+// wrapped so that every connection (raft or Kafka RPC) is admitted by
+// admitNode, on SSL after its TLS handshake; and dial, which wraps a
+// dialer (nil: a net.Dialer) so this node reaches its peers' CONTROLLER
+// listeners with the same protocol, its own key store as client
+// certificate.
+func (b *Broker) secureNode(cfg *config.Broker, ln net.Listener) (net.Listener, func(dialFunc) dialFunc, error) {
+	l := b.layout
+	sec, err := b.newListener(cfg, l.ControllerListener, l.ControllerProtocol)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.ctrlSec = sec
+	nodeLn, err := sec.NodeListener(ln, b.admitNode)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", config.ErrInvalidConfig, err)
+	}
+	dial := func(base dialFunc) dialFunc {
+		if base == nil {
+			d := &net.Dialer{}
+			base = d.DialContext
+		}
+		if l.ControllerProtocol != auth.SSL {
+			return base
+		}
+		return func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(addr)
+			tc, err := sec.ClientTLS(host)
+			if err != nil {
+				return nil, err
+			}
+			c, err := base(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return tls.Client(c, tc), nil
+		}
+	}
+	return nodeLn, dial, nil
+}
+
+type dialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// admitNode decides whether a connection to the CONTROLLER listener may be
+// served: without an authorizer every one; with one, its principal needs
+// CLUSTER_ACTION on the cluster, as Kafka's controller asks of its callers
+// (brokers' principals are usually super users). Until the ACLs are loaded
+// from the metadata, which needs these very connections, only super users
+// pass (Kafka's StandardAuthorizer before its initial load).
+func (b *Broker) admitNode(p auth.Principal, host netip.Addr) error {
+	if b.authzCfg == nil {
+		return nil
+	}
+	act := auth.Action{Principal: p, Host: host, Operation: auth.OpClusterAction, Resource: auth.ResourceCluster, Name: auth.ClusterName}
+	a := b.Authorizer()
+	if (a == nil && b.authzCfg.SuperUsers[p]) || (a != nil && a.Allowed(act)) {
+		return nil
+	}
+	b.audit.Denied(controllerConnection, act)
+	return fmt.Errorf("%s may not connect to the %s listener: it needs CLUSTER_ACTION on the cluster", p, b.layout.ControllerListener)
 }
 
 // scramCredential reads a SCRAM credential from the metadata this node
@@ -112,24 +194,34 @@ func (b *Broker) Authorizer() *auth.Authorizer { return b.authorizer.Load() }
 // certificate's subject).
 func (b *Broker) checkBrokerConfig(next *config.Broker) error {
 	var errs []error
-	for _, l := range b.listeners {
-		if l.sec != nil {
-			errs = append(errs, l.sec.Reload(next, false))
-		}
+	for _, sec := range b.securedListeners() {
+		errs = append(errs, sec.Reload(next, false))
 	}
 	return errors.Join(errs...)
+}
+
+// securedListeners are the client listeners' and the CONTROLLER
+// listener's security.
+func (b *Broker) securedListeners() []*auth.Listener {
+	var out []*auth.Listener
+	for _, l := range b.listeners {
+		if l.sec != nil {
+			out = append(out, l.sec)
+		}
+	}
+	if b.ctrlSec != nil {
+		out = append(out, b.ctrlSec)
+	}
+	return out
 }
 
 // reloadListeners applies the current configuration's key and trust
 // stores to new connections (AlterConfigs of listener.name.X.ssl.*, also
 // with unchanged paths: the files may have changed).
 func (b *Broker) reloadListeners(cfg *config.Broker) {
-	for _, l := range b.listeners {
-		if l.sec == nil {
-			continue
-		}
-		if err := l.sec.Reload(cfg, true); err != nil {
-			b.logger.Error("reloading the listener's TLS configuration failed; it keeps the previous one", "listener", l.Bind.Listener, "err", err)
+	for _, sec := range b.securedListeners() {
+		if err := sec.Reload(cfg, true); err != nil {
+			b.logger.Error("reloading the listener's TLS configuration failed; it keeps the previous one", "listener", sec.Name(), "err", err)
 		}
 	}
 }

@@ -1,8 +1,12 @@
 package broker_test
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
+	"github.com/gregor-broker/gregor/internal/testpki"
 )
 
 // TestClusterSecurity: ACLs and SCRAM credentials are metadata records,
@@ -23,15 +28,32 @@ import (
 // on every other, an ACL created through one node is enforced by all. Each
 // node registers all its client listeners, so a client on the SASL
 // listener is told every broker's SASL address.
+//
+// The nodes talk to each other over an SSL CONTROLLER listener with their
+// certificates (mTLS), their principal a super user; a certificate the CA
+// signed for anyone else, or no TLS, is refused there.
 func TestClusterSecurity(t *testing.T) {
+	pki := testpki.New(t)
+	dir := t.TempDir()
+	nodeKS, _, _ := pki.Issue(t, "node", []string{"localhost"}).WriteFiles(t, dir, "node")
+	intruder := pki.Issue(t, "intruder", nil)
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, pki.CAPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	c := brokertest.StartCluster(t, 3, map[string]string{
-		"listeners":                      "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-		"sasl.enabled.mechanisms":        "PLAIN,SCRAM-SHA-256",
+		"listeners":                                        "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+		"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SSL",
+		"listener.name.controller.ssl.keystore.type":       "PEM",
+		"listener.name.controller.ssl.keystore.location":   nodeKS,
+		"listener.name.controller.ssl.truststore.type":     "PEM",
+		"listener.name.controller.ssl.truststore.location": ca,
+		"listener.name.controller.ssl.client.auth":         "required",
+		"sasl.enabled.mechanisms":                          "PLAIN,SCRAM-SHA-256",
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required
 			user_admin="admin-pw";`,
 		"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-		"super.users":           "User:admin",
+		"super.users":           "User:admin;User:CN=node,O=Gregor Test",
 	}, true)
 	ctx := brokertest.Context(t, 60*time.Second)
 	saslAddr := func(b *brokertest.Broker) string { return b.ListenerAddr("SASL_PLAINTEXT").String() }
@@ -113,5 +135,27 @@ func TestClusterSecurity(t *testing.T) {
 		if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 			t.Errorf("node %d, wrong password: %v", b.Config().NodeID(), err)
 		}
+	}
+
+	// The CONTROLLER listener: an intruder's certificate, or plain TCP, is
+	// closed without an answer.
+	apiVersions := []byte{0, 0, 0, 12, 0, 18, 0, 0, 0, 0, 0, 1, 0, 2, 'x', 'y'}
+	for name, dial := range map[string]func(addr string) (net.Conn, error){
+		"intruder": func(addr string) (net.Conn, error) {
+			return tls.Dial("tcp", addr, &tls.Config{RootCAs: pki.Pool(), ServerName: "localhost",
+				Certificates: []tls.Certificate{intruder.TLS(t)}})
+		},
+		"plaintext": func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) },
+	} {
+		conn, err := dial(n1.ControllerAddr().String())
+		if err != nil {
+			continue // refused during the handshake
+		}
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		conn.Write(apiVersions)
+		if n, err := conn.Read(make([]byte, 64)); err == nil {
+			t.Errorf("%s: the CONTROLLER listener answered %d bytes", name, n)
+		}
+		conn.Close()
 	}
 }

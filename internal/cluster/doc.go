@@ -11,9 +11,9 @@
 //     listeners, else its voter address, else a free loopback port for a
 //     one-node cluster) and the client listeners it serves and advertises,
 //     each with its security protocol (all registered, with Kafka's
-//     protocol ids). Dedicated brokers or controllers, dynamic quorums and a
-//     CONTROLLER listener that is not PLAINTEXT are refused with what to
-//     change. controller.quorum.election.timeout.ms sets raft's timing
+//     protocol ids), and the CONTROLLER listener's protocol (PLAINTEXT or
+//     SSL). Dedicated brokers or controllers, dynamic quorums and SASL on
+//     the CONTROLLER listener are refused with what to change. controller.quorum.election.timeout.ms sets raft's timing
 //     (quorum.TimingFromKafka); controller.quorum.fetch.timeout.ms is
 //     accepted but has no knob of its own in etcd raft, whose randomised
 //     election timeout plays its part.

@@ -25,8 +25,9 @@ type Layout struct {
 	// is random.
 	ExplicitVoters bool
 	// ControllerListener is the CONTROLLER listener's name (the first of
-	// controller.listener.names).
-	ControllerListener string
+	// controller.listener.names) and ControllerProtocol its security
+	// protocol: PLAINTEXT or SSL.
+	ControllerListener, ControllerProtocol string
 	// ControllerBind is what the CONTROLLER listener binds: its entry in
 	// listeners, else this node's address in controller.quorum.voters,
 	// else a free loopback port (127.0.0.1:0) for a one-node cluster
@@ -142,10 +143,14 @@ func (l *Layout) listeners(b *config.Broker, ctrlNames []string) error {
 	if len(l.Clients) == 0 {
 		return fmt.Errorf("listeners %v has no client listener outside controller.listener.names", b.List("listeners"))
 	}
-	if proto := protos[l.ControllerListener]; proto != "" && proto != "PLAINTEXT" {
-		return fmt.Errorf("the %s listener uses security protocol %s; Gregor's nodes talk to each other in PLAINTEXT only so far "+
-			"(TLS and SASL are served on client listeners): map %s to PLAINTEXT and keep it on a network only the nodes reach",
-			l.ControllerListener, proto, l.ControllerListener)
+	switch l.ControllerProtocol = protos[l.ControllerListener]; l.ControllerProtocol {
+	case "":
+		l.ControllerProtocol = "PLAINTEXT"
+	case "PLAINTEXT", "SSL":
+	default:
+		return fmt.Errorf("the %s listener uses security protocol %s; Gregor's nodes talk to each other over PLAINTEXT or SSL "+
+			"(SASL between nodes is not built): map %s to SSL, with the nodes' certificates, or to PLAINTEXT on a network "+
+			"only the nodes reach", l.ControllerListener, l.ControllerProtocol, l.ControllerListener)
 	}
 	l.Client, l.Advertised = l.Clients[0].Bind, l.Clients[0].Advertised
 	if err := l.controllerBind(); err != nil {

@@ -83,8 +83,13 @@ func TestLayoutClientListeners(t *testing.T) {
 	if diff := cmp.Diff(want, l.Clients); diff != "" {
 		t.Fatalf("client listeners (-want +got):\n%s", diff)
 	}
-	if l.Client != want[0].Bind || l.InterBroker != "SECURE" || l.InterBrokerProtocol != "SASL_SSL" {
+	if l.Client != want[0].Bind || l.InterBroker != "SECURE" || l.InterBrokerProtocol != "SASL_SSL" || l.ControllerProtocol != "PLAINTEXT" {
 		t.Fatalf("layout %+v", l)
+	}
+	l, err = layoutOf(t, map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+		"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"})
+	if err != nil || l.ControllerProtocol != "SSL" {
+		t.Fatalf("SSL CONTROLLER listener: %+v, %v", l, err)
 	}
 	for name, id := range map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3, "GSSAPI": -1} {
 		if got := SecurityProtocolID(name); got != id {
@@ -107,7 +112,7 @@ func TestLayoutRefusals(t *testing.T) {
 		{map[string]string{"listeners": "CONTROLLER://:9093"}, "no client listener"},
 		{map[string]string{"inter.broker.listener.name": "CONTROLLER", "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093"}, "not one of the client listeners"},
 		{map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
-			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "PLAINTEXT only so far"},
+			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "SASL between nodes is not built"},
 	} {
 		if _, err := layoutOf(t, tc.props); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.props, err, tc.want)

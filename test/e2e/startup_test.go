@@ -93,12 +93,12 @@ super.users=User:admin
 	if !strings.Contains(out, "listener CLIENTS (SSL)") || !strings.Contains(out, "PEM") {
 		t.Errorf("an SSL listener without a key store is not explained:\n%s", out)
 	}
-	// The CONTROLLER listener (node to node) is PLAINTEXT only.
+	// The CONTROLLER listener (node to node) is PLAINTEXT or SSL.
 	out = serveMustFail(t, "--data-dir", t.TempDir(),
 		"--set", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", plain, sasl),
-		"--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SSL")
-	if !strings.Contains(out, "CONTROLLER listener uses security protocol SSL") {
-		t.Errorf("a TLS CONTROLLER listener is not refused:\n%s", out)
+		"--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL")
+	if !strings.Contains(out, "CONTROLLER listener uses security protocol SASL_SSL") {
+		t.Errorf("SASL on the CONTROLLER listener is not refused:\n%s", out)
 	}
 	out = serveMustFail(t, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--set", "gregor.admin.auth=basic")
 	if !strings.Contains(out, "gregor.admin.auth.users") {
