@@ -12,10 +12,11 @@
 // listener.name.<name>. prefixed settings over the plain ones (and, for SASL,
 // listener.name.<name>.<mechanism>. over those), refusing what Gregor cannot
 // honour (fail closed): a key store that is not PEM, Kerberos, a Java
-// callback handler class. Listener.Secure is the Kafka listener's
-// per-connection hook: it runs the TLS handshake (SSL, SASL_SSL), maps a
-// client certificate to User:<subject> through ssl.principal.mapping.rules
-// (SSL), and returns the connection's Session.
+// callback handler class. Listener.Wrap is the Kafka listener's
+// per-connection hook: it wraps the connection in TLS (SSL, SASL_SSL; the
+// handshake runs on its first read), maps a client certificate to
+// User:<subject> through ssl.principal.mapping.rules (SSL), and returns the
+// connection's Session.
 //
 // A Session holds the connection's principal (ANONYMOUS until
 // authenticated) and its SASL state: HANDSHAKE → AUTHENTICATE →
@@ -32,6 +33,17 @@
 // mechanism, same principal), and a request after expiry closes the
 // connection. Session methods run on the connection's request goroutine,
 // one at a time, so it holds no lock.
+//
+// Authenticating is the server's AuthGate: until a SASL session has
+// authenticated, while it re-authenticates and after it failed, the server
+// reads the connection's requests one at a time (each only once the ones
+// before it are answered) and none larger than sasl.server.max.receive.size,
+// as Kafka's SaslServerAuthenticator does; pipelining starts after
+// authentication, so a request sent behind a SaslAuthenticate is admitted
+// against the state that exchange left. A SASL_PLAINTEXT connection's
+// wrapper (saslConn) writes through to its TCP socket unchanged and says so
+// (server.PlainSocket), so fetches on it keep sendfile(2); under TLS
+// (SASL_SSL, SSL) they take the server's copying path.
 //
 // Mechanisms: PLAIN checks the user_NAME="password" options of the
 // listener's PlainLoginModule JAAS entry (constant-time); SCRAM runs

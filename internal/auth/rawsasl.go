@@ -36,6 +36,15 @@ func (c *saslConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// PlainSocket is the TCP socket under a SASL_PLAINTEXT connection, for
+// sendfile(2) (server.PlainSocket): saslConn writes through unchanged, and
+// writes tokens itself only while it authenticates, when the server
+// answers nothing else. Nil under TLS.
+func (c *saslConn) PlainSocket() *net.TCPConn {
+	tc, _ := c.Conn.(*net.TCPConn)
+	return tc
+}
+
 // NetConn is the connection under the SASL exchange.
 func (c *saslConn) NetConn() net.Conn { return c.Conn }
 

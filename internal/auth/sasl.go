@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -157,6 +158,19 @@ func (s *Session) Admit(key int16) error {
 		return fmt.Errorf("%w: request after failed authentication", ErrUnauthenticated)
 	}
 	return fmt.Errorf("%w: Unexpected Kafka request of api key %d during SASL handshake", ErrUnauthenticated, key)
+}
+
+// Authenticating is the server's AuthGate: a SASL connection is
+// authenticating until an exchange succeeded, and again while it
+// re-authenticates (and after a failure, until it closes); meanwhile its
+// requests are read one at a time and at most sasl.server.max.receive.size
+// bytes each, as Kafka's SaslServerAuthenticator reads them. Called from
+// the connection's reader goroutine, like Admit.
+func (s *Session) Authenticating() (maxFrame int32, authenticating bool) {
+	if !s.l.sasl {
+		return 0, false
+	}
+	return int32(min(s.l.maxToken, math.MaxInt32)), s.state != stateAuthenticated || s.reauth
 }
 
 // Handshake answers SaslHandshake: the error (nil or a Kafka error) and the

@@ -51,7 +51,7 @@ func BenchmarkReadFrame(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := c.readFrame(); err != nil {
+				if _, err := c.readFrame(s.cfg.SocketRequestMaxBytes); err != nil {
 					b.Fatal(err)
 				}
 				c.res.Release()

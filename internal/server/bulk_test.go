@@ -3,10 +3,12 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/testpki"
 )
 
 // testBulk answers as its Response would, with every other run of bytes of
@@ -288,5 +292,71 @@ func TestUnsentBulkResponseIsReleased(t *testing.T) {
 			t.Fatalf("a dropped BulkResponse was released %d times, want 1", ts.h.bulkReleased.Load())
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// On a TLS connection a FileBody cannot go out with sendfile(2), which
+// would put plaintext bytes into the TLS stream: it is read and written
+// through the connection (the copy path), and the client decrypts the same
+// frame a plaintext client gets.
+func TestFileBodiesOverTLSAreCopied(t *testing.T) {
+	ca := testpki.New(t)
+	cert := ca.Issue(t, "broker", []string{"localhost"}).TLS(t)
+	serverTLS := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	ts := startServer(t, Config{Secure: func(nc net.Conn) (net.Conn, any) { return tls.Server(nc, serverTLS), nil }})
+	c := dial(t, ts.addr)
+	c.nc = tls.Client(c.nc, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS12})
+	req := bigMetadataRequest()
+	c.send(req, "ok")
+	plain, err := c.readFrame(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		c.send(req, idBulkFile)
+		frame, err := c.readFrame(30 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(frame[4:], plain[4:]) {
+			t.Fatalf("response from files over TLS (%d bytes) differs from the plain one (%d bytes)", len(frame)-4, len(plain)-4)
+		}
+	}
+	if ts.h.fileReads.Load() == 0 {
+		t.Fatal("file bodies were not read into the broker: over TLS they must be copied, not sent with sendfile")
+	}
+	c.roundTrip() // the TLS stream is intact after the bulk responses
+}
+
+// plainWrapper wraps a TCP connection without changing what it writes, and
+// says so (PlainSocket), as a SASL_PLAINTEXT connection does.
+type plainWrapper struct{ net.Conn }
+
+func (w plainWrapper) PlainSocket() *net.TCPConn { tc, _ := w.Conn.(*net.TCPConn); return tc }
+
+// Behind a wrapper that writes through to plaintext TCP, FileBodies still
+// go out with sendfile(2).
+func TestFileBodiesBehindAPlainWrapperUseSendfile(t *testing.T) {
+	if !sendfileSupported {
+		t.Skip("no sendfile on this platform")
+	}
+	ts := startServer(t, Config{Secure: func(nc net.Conn) (net.Conn, any) { return plainWrapper{nc}, nil }})
+	c := dial(t, ts.addr)
+	req := bigMetadataRequest()
+	c.send(req, "ok")
+	plain, err := c.readFrame(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.send(req, idBulkFile)
+	frame, err := c.readFrame(30 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(frame[4:], plain[4:]) {
+		t.Fatalf("response sent from files (%d bytes) differs from the plain one (%d bytes)", len(frame)-4, len(plain)-4)
+	}
+	if n := ts.h.fileReads.Load(); n != 0 {
+		t.Fatalf("file bodies read %d times into the broker, want 0 (sendfile)", n)
 	}
 }

@@ -42,7 +42,8 @@ const (
 func frameStep(cur, size int) int { return min(size, 4*cur) }
 
 // invalidReceiveError is Kafka's InvalidReceiveException: a frame size that
-// is negative or above socket.request.max.bytes.
+// is negative or above socket.request.max.bytes (sasl.server.max.receive.size
+// while the connection authenticates).
 type invalidReceiveError struct{ size, limit int32 }
 
 func (e *invalidReceiveError) Error() string {
@@ -95,6 +96,8 @@ type conn struct {
 	// sock is the socket's raw connection for sendfile(2), nil when the
 	// connection is not a plaintext TCP one.
 	sock syscall.RawConn
+	// gate is the session's AuthGate, nil when it has none.
+	gate AuthGate
 
 	stopMu sync.Mutex
 	// stopping is set by Shutdown: the reader reads no further request.
@@ -113,7 +116,11 @@ func newConn(s *Server, id uint64, nc net.Conn) *conn {
 		pipe:       newPipeline(s.cfg.MaxInflightRequests),
 		writerDone: make(chan struct{}),
 	}
-	if tc, ok := nc.(*net.TCPConn); ok && sendfileSupported {
+	tc, _ := nc.(*net.TCPConn)
+	if p, ok := nc.(PlainSocket); ok {
+		tc = p.PlainSocket()
+	}
+	if tc != nil && sendfileSupported {
 		c.sock, _ = tc.SyscallConn()
 	}
 	return c
@@ -124,10 +131,19 @@ func (c *conn) serve() {
 	go c.writeLoop()
 	c.log.Debug("connection accepted")
 	for {
+		limit := c.s.cfg.SocketRequestMaxBytes
+		if c.gate != nil {
+			if maxFrame, authenticating := c.gate.Authenticating(); authenticating {
+				if !c.pipe.waitForIdle() {
+					return
+				}
+				limit = min(limit, maxFrame)
+			}
+		}
 		if !c.pipe.waitForRoom(c.s.cfg.MaxInflightBytes) {
 			return
 		}
-		n, err := c.readFrame()
+		n, err := c.readFrame(limit)
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -191,11 +207,12 @@ func (c *conn) armRead(deadline time.Time) error {
 }
 
 // readFrame reads the next request frame into c.frame and returns its size.
-// The claimed size is checked against socket.request.max.bytes before any
+// The claimed size is checked against limit (socket.request.max.bytes, or
+// less while the connection authenticates) before any
 // buffer is sized for it, and the buffer grows as the bytes arrive, each
 // step taken from the request memory pool first (which may make the
 // connection wait: it stops reading until memory is given back).
-func (c *conn) readFrame() (int, error) {
+func (c *conn) readFrame(limit int32) (int, error) {
 	idle := c.s.cfg.ConnectionsMaxIdle
 	var deadline time.Time
 	if idle > 0 {
@@ -208,7 +225,7 @@ func (c *conn) readFrame() (int, error) {
 		return 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(c.size[:]))
-	if limit := c.s.cfg.SocketRequestMaxBytes; size < 0 || size > limit {
+	if size < 0 || size > limit {
 		return 0, &invalidReceiveError{size: size, limit: limit}
 	}
 	if idle > 0 {

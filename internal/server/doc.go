@@ -60,14 +60,16 @@
 // segment file) that the server reads while it writes the frame, through one
 // pooled buffer of at most 1 MiB per connection, so a response's size costs
 // no memory. A FileBody (a Body that names its file and offset, as a
-// segment span does) is sent with sendfile(2) on plaintext TCP connections:
+// segment span does) is sent with sendfile(2) on plaintext TCP connections
+// (bare, or behind a wrapper that implements PlainSocket: SASL_PLAINTEXT):
 // the kernel moves the bytes from the page cache to the socket and the
 // broker copies nothing; the frame's other pieces are written before it
 // with writev. The offset is passed to sendfile, so the file's own offset
 // (shared by every reader of the segment) never moves, and the file's
 // descriptor is held for the call, so a segment closed meanwhile cannot
-// hand its number to another file. Other connections (TLS, once it exists)
-// and Bodies without a file take the copying path. A Body that cannot be
+// hand its number to another file. TLS connections (SSL, SASL_SSL), whose
+// records the kernel cannot make, and Bodies without a file take the
+// copying path. A Body that cannot be
 // read, or a file that ends early, closes the connection (its frame size is
 // sent). Release is called once the write is done or the response is
 // dropped.
@@ -99,7 +101,16 @@
 // first read under the idle deadline) and an opaque session the Handler
 // finds in ConnInfo.Session. What authentication and authorization mean is
 // package auth's and the Handler's business; the server only carries the
-// session.
+// session, with one exception: a session that is an AuthGate and says it
+// is authenticating (SASL, before it succeeded and while it
+// re-authenticates) makes the reader read its next request only once every
+// request before it is answered, and only a frame of at most the size it
+// gives (sasl.server.max.receive.size), as Kafka's authenticator reads one
+// request at a time. So pipelining starts only after authentication: a
+// request the client sent right behind its SaslAuthenticate is read and
+// admitted (Handle) after that exchange decided, and an unauthenticated
+// client holds one small frame of request memory, not a pipeline of large
+// ones.
 //
 // # Connections, pipelining and ordering
 //

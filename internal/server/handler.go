@@ -22,6 +22,29 @@ type ConnInfo struct {
 	Session any
 }
 
+// PlainSocket is implemented by a connection wrapper (Config.Secure's) that
+// writes through to a plaintext TCP socket unchanged, as a SASL_PLAINTEXT
+// connection does once authenticated: its FileBodies go out with
+// sendfile(2) on that socket, as on a bare TCP connection. A wrapper that
+// transforms what it writes (TLS) must not implement it, or return nil.
+type PlainSocket interface {
+	PlainSocket() *net.TCPConn
+}
+
+// AuthGate is implemented by a Session that authenticates in-band (SASL).
+// While it authenticates, or re-authenticates (KIP-368), the connection is
+// not pipelined: the reader reads a request only once every request before
+// it is answered, and only a frame of at most maxFrame bytes
+// (sasl.server.max.receive.size), as Kafka's authenticator reads one
+// request at a time under that limit. So a request read after a
+// SaslAuthenticate is admitted against the state that request left, and an
+// unauthenticated client holds one small frame, not a pipeline of large
+// ones. Authenticating is called from the connection's reader goroutine,
+// the one that calls Handle, between requests.
+type AuthGate interface {
+	Authenticating() (maxFrame int32, authenticating bool)
+}
+
 // Request is one decoded Kafka request.
 //
 // Body's byte slices (for example a Produce request's record batches) alias

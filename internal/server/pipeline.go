@@ -89,6 +89,17 @@ func (p *pipeline) waitForRoom(maxBytes int) bool {
 	return !p.broken
 }
 
+// waitForIdle blocks until no request is in flight, every response
+// written; false once the connection is broken.
+func (p *pipeline) waitForIdle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.broken && p.n > 0 {
+		p.cond.Wait()
+	}
+	return !p.broken
+}
+
 // push appends e, or reports false when nothing is in flight, so the reader
 // writes e's response itself (the writer touches nothing while the ring is
 // empty). Deferred responses are always pushed. n is how many requests are

@@ -283,6 +283,7 @@ func (s *Server) startConn(nc net.Conn) {
 	}
 	c := newConn(s, s.nextConnID.Add(1), nc)
 	c.info.Session = session
+	c.gate, _ = session.(AuthGate)
 	s.mu.Lock()
 	if s.draining.Load() {
 		s.mu.Unlock()

@@ -138,7 +138,7 @@ func TestReadFrameChecksSizeBeforeAllocating(t *testing.T) {
 	c := newConn(s, 1, server)
 	defer server.Close()
 	go client.Write([]byte{0x40, 0, 0, 0}) // claims 1 GiB
-	_, err := c.readFrame()
+	_, err := c.readFrame(s.cfg.SocketRequestMaxBytes)
 	var invalid *invalidReceiveError
 	if !errors.As(err, &invalid) || invalid.size != 1<<30 {
 		t.Fatalf("readFrame error %v, want invalid receive of 1 GiB", err)

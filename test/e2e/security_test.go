@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,10 +10,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +50,7 @@ type secureBroker struct {
 
 const adminJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_carol="carol-secret";`
 
-func startSecure(t *testing.T) *secureBroker {
+func startSecure(t *testing.T, overrides ...string) *secureBroker {
 	t.Helper()
 	dir := t.TempDir()
 	ca := testpki.New(t)
@@ -57,7 +61,7 @@ func startSecure(t *testing.T) *secureBroker {
 	keystore, _, _ := ca.Issue(t, "broker", []string{"localhost"}).WriteFiles(t, dir, "broker")
 	client := ca.Issue(t, "client", nil)
 	_, clientCert, clientKey := client.WriteFiles(t, dir, "client")
-	b := brokertest.Start(t, map[string]string{
+	props := map[string]string{
 		"listeners":                                                 "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,SSL://127.0.0.1:0",
 		"listener.security.protocol.map":                            "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:PLAINTEXT",
 		"ssl.keystore.type":                                         "PEM",
@@ -73,7 +77,11 @@ func startSecure(t *testing.T) *secureBroker {
 		"listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":       "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
 		"authorizer.class.name":                                     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users":                                               "User:admin",
-	})
+	}
+	for i := 0; i+1 < len(overrides); i += 2 {
+		props[overrides[i]] = overrides[i+1]
+	}
+	b := brokertest.Start(t, props)
 	return &secureBroker{Broker: b, dir: dir, ca: ca, caFile: caFile, client: client, clientCert: clientCert, clientKey: clientKey,
 		sasl: b.ListenerAddr("SASL_PLAINTEXT").String(), saslSSL: b.ListenerAddr("SASL_SSL").String(),
 		ssl: b.ListenerAddr("SSL").String(), plaintext: b.ListenerAddr("PLAINTEXT").String()}
@@ -375,4 +383,245 @@ func TestSecurityOAuthJWKS(t *testing.T) {
 	if err := ping(unsigned); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("unsigned token with a key set configured: %v", err)
 	}
+}
+
+// A client that pipelines requests behind its SASL exchange, all in one
+// write, gets nothing handled before the exchange decides: behind a failed
+// SaslAuthenticate a super user's produce is not appended and the
+// connection closes; behind a successful one it is handled as that user;
+// ahead of the handshake it closes the connection.
+func TestSecurityPipelinedBehindAuthentication(t *testing.T) {
+	s := startSecure(t)
+	ctx := testCtx(t, 60*time.Second)
+	adm := s.admin(t)
+	topic := uniqueTopic(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	endOffset := func() int64 {
+		t.Helper()
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := ends.Lookup(topic, 0)
+		return o.Offset
+	}
+	handshake := kmsg.NewPtrSASLHandshakeRequest()
+	handshake.Version, handshake.Mechanism = 1, "PLAIN"
+	authenticate := func(password string) *kmsg.SASLAuthenticateRequest {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.Version, req.SASLAuthBytes = 2, []byte("\x00admin\x00"+password)
+		return req
+	}
+	// recv reads the answer to the request sent with correlation id corr.
+	recv := func(r *rawConn, req kmsg.Request, corr int32) kmsg.Response {
+		t.Helper()
+		r.corr = corr
+		resp := req.ResponseKind()
+		resp.SetVersion(req.GetVersion())
+		if err := resp.ReadFrom(r.readResponse(resp.IsFlexible())); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, addr := range []string{s.sasl, s.saslSSL} {
+		dial := func() *rawConn {
+			r := dialRaw(t, addr)
+			if addr == s.saslSSL {
+				r.c = tls.Client(r.c, s.tls())
+			}
+			return r
+		}
+		// A wrong password, a produce behind it.
+		before := endOffset()
+		r := dial()
+		var all []byte
+		var corrs []int32
+		for _, req := range []kmsg.Request{handshake, authenticate("wrong"), produceRequest(topic, validBatch("never"))} {
+			all = append(all, r.frame(req)...)
+			corrs = append(corrs, r.corr)
+		}
+		r.write(all)
+		if resp := recv(r, handshake, corrs[0]).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
+			t.Fatalf("%s: handshake: %v", addr, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if resp := recv(r, authenticate(""), corrs[1]).(*kmsg.SASLAuthenticateResponse); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code {
+			t.Fatalf("%s: wrong password: %v", addr, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		r.expectClosed("a produce behind a failed authentication")
+		if o := endOffset(); o != before {
+			t.Fatalf("%s: a produce behind a failed authentication was appended (end offset %d, want %d)", addr, o, before)
+		}
+
+		// The right password: the produce behind it is handled as admin.
+		r = dial()
+		all, corrs = nil, nil
+		for _, req := range []kmsg.Request{handshake, authenticate("admin-secret"), produceRequest(topic, validBatch("once"))} {
+			all = append(all, r.frame(req)...)
+			corrs = append(corrs, r.corr)
+		}
+		r.write(all)
+		recv(r, handshake, corrs[0])
+		if resp := recv(r, authenticate(""), corrs[1]).(*kmsg.SASLAuthenticateResponse); resp.ErrorCode != 0 {
+			t.Fatalf("%s: authenticate: %v", addr, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		resp := recv(r, produceRequest(topic, nil), corrs[2]).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("%s: produce behind a successful authentication: %v", addr, kerr.ErrorForCode(code))
+		}
+		before = endOffset()
+
+		// A produce ahead of the handshake closes the connection.
+		r = dial()
+		r.write(append(r.frame(produceRequest(topic, validBatch("never"))), r.frame(handshake)...))
+		r.expectClosed("a produce ahead of the SASL handshake")
+		if o := endOffset(); o != before {
+			t.Fatalf("%s: a produce ahead of the handshake was appended (end offset %d, want %d)", addr, o, before)
+		}
+	}
+	if o := endOffset(); o != 2 {
+		t.Fatalf("end offset %d, want 2 (one produce per listener)", o)
+	}
+}
+
+// A topic of several segments read back whole over every kind of listener:
+// PLAINTEXT and SASL_PLAINTEXT send the record sets from the segment files
+// with sendfile(2), SSL and SASL_SSL copy them through TLS; every client
+// gets every record, in order, byte for byte.
+func TestSecurityFetchOverEveryListener(t *testing.T) {
+	s := startSecure(t)
+	ctx := testCtx(t, 2*time.Minute)
+	adm := s.admin(t)
+	topic := uniqueTopic(t)
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"segment.bytes": kadm.StringPtr("1048576")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	mustACL(t, adm, kadm.NewACLs().Allow("User:ANONYMOUS", "User:client").Topics(topic).Operations(kadm.OpRead))
+	const n, size = 4000, 1000
+	value := func(i int) []byte {
+		v := []byte(fmt.Sprintf("%08d", i))
+		for len(v) < size {
+			v = append(v, byte('a'+(i+len(v))%26))
+		}
+		return v
+	}
+	login := kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism())
+	producer := s.kgo(t, s.sasl, login, kgo.DefaultProduceTopic(topic))
+	for i := 0; i < n; i += 500 {
+		recs := make([]*kgo.Record, 0, 500)
+		for j := i; j < i+500; j++ {
+			recs = append(recs, &kgo.Record{Value: value(j)})
+		}
+		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clientTLS := s.tls()
+	clientTLS.Certificates = []tls.Certificate{s.client.TLS(t)}
+	for name, opts := range map[string][]kgo.Opt{
+		"PLAINTEXT":      {kgo.SeedBrokers(s.plaintext)},
+		"SASL_PLAINTEXT": {kgo.SeedBrokers(s.sasl), login},
+		"SSL":            {kgo.SeedBrokers(s.ssl), kgo.DialTLSConfig(clientTLS)},
+		"SASL_SSL":       {kgo.SeedBrokers(s.saslSSL), kgo.DialTLSConfig(s.tls()), login},
+	} {
+		cl := s.kgo(t, "", append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchMaxBytes(8<<20), kgo.FetchMaxPartitionBytes(8<<20))...)
+		for got := 0; got < n; {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			for _, r := range fs.Records() {
+				if r.Offset != int64(got) || !bytes.Equal(r.Value, value(got)) {
+					t.Fatalf("%s: record %d at offset %d is %.20q, want %.20q", name, got, r.Offset, r.Value, value(got))
+				}
+				got++
+			}
+		}
+		cl.Close()
+	}
+}
+
+// KIP-368 with a real client: with connections.max.reauth.ms of 1 s on the
+// SASL_SSL listener, a SCRAM producer re-authenticates its connections in
+// place again and again (franz-go keeps a second of margin, so with a 1 s
+// session it re-authenticates before nearly every request, after draining
+// the ones in flight), loses nothing, and no session expires unrenewed.
+func TestSecurityReauthenticationUnderLoad(t *testing.T) {
+	s := startSecure(t, "listener.name.sasl_ssl.connections.max.reauth.ms", "1000")
+	ctx := testCtx(t, 2*time.Minute)
+	adm := s.admin(t)
+	topic := uniqueTopic(t)
+	if _, err := adm.CreateTopic(ctx, 3, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	setScram(t, adm, "alice", "alice-pw", kadm.ScramSha256)
+	mustACL(t, adm, kadm.NewACLs().Allow("User:alice").Topics(topic).Groups("*").Operations(kadm.OpWrite, kadm.OpRead))
+	login := kgo.SASL(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha256Mechanism())
+	producer := s.kgo(t, s.saslSSL, kgo.DialTLSConfig(s.tls()), login, kgo.DefaultProduceTopic(topic),
+		kgo.ProducerLinger(time.Millisecond), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	admin := s.AdminAddr().String()
+	reauths := func() float64 {
+		return metricValue(t, admin, "kafka_server_socket_server_metrics_successful_reauthentication_total", `listener="SASL_SSL"`)
+	}
+	var sent int
+	start, deadline := time.Now(), time.Now().Add(30*time.Second)
+	for reauths() < 3 || time.Since(start) < 2*time.Second {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v re-authentications in 30 s with connections.max.reauth.ms=1000", reauths())
+		}
+		recs := make([]*kgo.Record, 50)
+		for i := range recs {
+			recs[i] = kgo.StringRecord(fmt.Sprint(sent + i))
+		}
+		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("after %d records: %v", sent, err)
+		}
+		sent += len(recs)
+	}
+	consumer := s.kgo(t, s.saslSSL, kgo.DialTLSConfig(s.tls()), login, kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string]bool{}
+	for len(seen) < sent {
+		fs := consumer.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { seen[string(r.Value)] = true })
+	}
+	expired := metricValue(t, admin, "kafka_server_socket_server_metrics_expired_connections_killed_count", `listener="SASL_SSL"`)
+	failed := metricValue(t, admin, "kafka_server_socket_server_metrics_failed_reauthentication_total", `listener="SASL_SSL"`)
+	t.Logf("%d records in %v, %v re-authentications, %v failed, %v sessions expired", sent, time.Since(start).Round(time.Millisecond), reauths(), failed, expired)
+	if expired != 0 || failed != 0 {
+		t.Fatalf("%v sessions expired and %v re-authentications failed, want none", expired, failed)
+	}
+}
+
+// metricValue sums the series of a metric family whose labels contain
+// labels, from the admin /metrics endpoint.
+func metricValue(t testing.TB, adminAddr, name, labels string) float64 {
+	t.Helper()
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + adminAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, labels) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		sum += v
+	}
+	return sum
 }
