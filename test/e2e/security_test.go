@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -325,6 +326,46 @@ func TestSecurityKcat(t *testing.T) {
 	if got != "one\ntwo\nthree\n" {
 		t.Errorf("kcat consumed %q", got)
 	}
+
+	// SASL_PLAINTEXT: PLAIN for the super user, SCRAM-SHA-512 for a reader.
+	plainArgs := []string{"-b", s.sasl, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+		"-X", "sasl.username=admin", "-X", "sasl.password=admin-secret"}
+	kcat(t, "four\n", append(plainArgs, "-P", "-t", topic)...)
+	setScram(t, adm, "bob", "bob-pw", kadm.ScramSha512)
+	mustACL(t, adm, kadm.NewACLs().Allow("User:bob").Topics(topic).Operations(kadm.OpRead))
+	bobArgs := []string{"-b", s.sasl, "-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+		"-X", "sasl.username=bob", "-X", "sasl.password=bob-pw"}
+	if got := kcat(t, "", append(bobArgs, "-C", "-t", topic, "-o", "beginning", "-e", "-q")...); got != "one\ntwo\nthree\nfour\n" {
+		t.Errorf("kcat SCRAM-SHA-512 consumed %q", got)
+	}
+
+	// Refusals, as librdkafka reports them: a wrong password, and a write
+	// the ACLs do not allow (bob may only read).
+	wrong := append([]string(nil), bobArgs...)
+	wrong[len(wrong)-1] = "sasl.password=nope"
+	if out, err := kcatFails(t, "", append(wrong, "-L", "-t", topic)...); err == nil || !strings.Contains(out, "Authentication failed") {
+		t.Errorf("kcat with a wrong password: %v\n%s", err, out)
+	}
+	if out, err := kcatFails(t, "five\n", append(bobArgs, "-P", "-t", topic)...); err == nil || !strings.Contains(out, "Topic authorization failed") {
+		t.Errorf("kcat produce without WRITE: %v\n%s", err, out)
+	}
+}
+
+// kcatFails runs kcat expecting it to fail, and returns its combined output
+// and exit error.
+func kcatFails(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kcat", args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("kcat %s: no exit within 20s\n%s", strings.Join(args, " "), tail(string(out), 2000))
+	}
+	return string(out), err
 }
 
 func kmsgMetadata() kmsg.Request {
@@ -624,4 +665,71 @@ func metricValue(t testing.TB, adminAddr, name, labels string) float64 {
 		sum += v
 	}
 	return sum
+}
+
+// The CLI as a user runs it against a secured broker: gregor user scram
+// and gregor acl as the super user over SASL_SSL (GREGOR_* variables), then
+// produce and consume as the new user with --tls-*/--sasl-* flags; what the
+// ACLs refuse, and a deleted credential, fail with Kafka's errors.
+func TestSecurityCLI(t *testing.T) {
+	s := startSecure(t)
+	ctx := testCtx(t, 90*time.Second)
+	topic := uniqueTopic(t)
+	if _, err := s.admin(t).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	gregor := func(stdin string, env []string, args ...string) (string, error) {
+		t.Helper()
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(cctx, gregorBin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	superUser := []string{"GREGOR_BROKERS=" + s.saslSSL, "GREGOR_TLS_CA=" + s.caFile, "GREGOR_TLS_SERVER_NAME=localhost",
+		"GREGOR_SASL_MECHANISM=PLAIN", "GREGOR_SASL_USER=admin", "GREGOR_SASL_PASSWORD=admin-secret"}
+	must := func(stdin string, env []string, args ...string) string {
+		t.Helper()
+		out, err := gregor(stdin, env, args...)
+		if err != nil {
+			t.Fatalf("gregor %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	must("", append(superUser, "GREGOR_SCRAM_PASSWORD=alice-pw"), "user", "scram", "set", "alice", "--mechanism", "SCRAM-SHA-512")
+	if out := must("", superUser, "user", "scram", "list"); !strings.Contains(out, "alice") || !strings.Contains(out, "SCRAM-SHA-512") {
+		t.Fatalf("gregor user scram list:\n%s", out)
+	}
+	must("", superUser, "acl", "create", "--allow-principal", "User:alice", "--operation", "write,read", "--topic", topic, "--group", "*")
+	var rows []map[string]string
+	if err := json.Unmarshal([]byte(must("", superUser, "acl", "list", "--topic", topic, "-o", "json")), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("gregor acl list --topic: %v %+v", err, rows)
+	}
+
+	alice := []string{"-b", s.saslSSL, "--tls-ca", s.caFile, "--tls-server-name", "localhost",
+		"--sasl-mechanism", "SCRAM-SHA-512", "--sasl-user", "alice"}
+	aliceEnv := []string{"GREGOR_SASL_PASSWORD=alice-pw"}
+	must("one\ntwo\n", aliceEnv, append([]string{"produce", topic}, alice...)...)
+	out := must("", aliceEnv, append([]string{"consume", topic, "-e"}, alice...)...)
+	if out != "one\ntwo\n" {
+		t.Fatalf("gregor consume as alice: %q", out)
+	}
+
+	// ANONYMOUS on the PLAINTEXT listener may not read the ACLs.
+	if out, err := gregor("", nil, "acl", "list", "-b", s.plaintext); err == nil || !strings.Contains(out, "CLUSTER_AUTHORIZATION_FAILED") {
+		t.Fatalf("gregor acl list as ANONYMOUS: %v\n%s", err, out)
+	}
+	// Without her WRITE ACL alice's produce is refused.
+	must("", superUser, "acl", "delete", "--principal", "User:alice", "--topic", topic)
+	if out, err := gregor("three\n", aliceEnv, append([]string{"produce", topic, "--acks", "1"}, alice...)...); err == nil ||
+		!strings.Contains(out, "TOPIC_AUTHORIZATION_FAILED") {
+		t.Fatalf("gregor produce after the ACL was deleted: %v\n%s", err, out)
+	}
+	// With her credential deleted she cannot log in.
+	must("", superUser, "user", "scram", "delete", "alice", "--mechanism", "SCRAM-SHA-512")
+	if out, err := gregor("", aliceEnv, append([]string{"topic", "list"}, alice...)...); err == nil || !strings.Contains(out, "SASL_AUTHENTICATION_FAILED") {
+		t.Fatalf("gregor topic list with a deleted credential: %v\n%s", err, out)
+	}
 }
