@@ -218,8 +218,15 @@ func serve(cmd *cobra.Command, props map[string]string, logger *slog.Logger) err
 	go func() { done <- b.Run(ctx) }()
 	select {
 	case <-b.Ready():
-		fmt.Fprintf(cmd.OutOrStdout(), "gregor is serving\n  bootstrap: %s\n  admin:     http://%s\n  controller: %s\n  data:      %s\n",
-			b.Addr(), b.AdminAddr(), b.ControllerAddr(), strings.Join(b.DataDirs(), ","))
+		scheme := "http"
+		if b.Config().String("gregor.admin.tls.certificate") != "" {
+			scheme = "https"
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "gregor is serving\n  bootstrap: %s\n  admin:     %s://%s\n  controller: %s\n  data:      %s\n",
+			b.Addr(), scheme, b.AdminAddr(), b.ControllerAddr(), strings.Join(b.DataDirs(), ","))
+		if m := b.Admin().MetricsAddr(); m != nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "  metrics:   http://%s\n", m)
+		}
 		for _, name := range b.ListenerNames() {
 			fmt.Fprintf(cmd.OutOrStdout(), "  listener %s: %s\n", name, b.ListenerAddr(name))
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
 	"github.com/gregor-broker/gregor/internal/testpki"
@@ -731,5 +732,88 @@ func TestSecurityCLI(t *testing.T) {
 	must("", superUser, "user", "scram", "delete", "alice", "--mechanism", "SCRAM-SHA-512")
 	if out, err := gregor("", aliceEnv, append([]string{"topic", "list"}, alice...)...); err == nil || !strings.Contains(out, "SASL_AUTHENTICATION_FAILED") {
 		t.Fatalf("gregor topic list with a deleted credential: %v\n%s", err, out)
+	}
+}
+
+// The admin HTTP listener of a broker configured as the README says: HTTPS
+// with basic auth, the record browser and the profiler off, and /metrics
+// (with the security counters) on a separate unauthenticated listener;
+// the health probes stay open.
+func TestSecurityAdminListener(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.New(t)
+	_, cert, key := ca.Issue(t, "admin", []string{"localhost"}).WriteFiles(t, dir, "admin")
+	hash, err := bcrypt.GenerateFromPassword([]byte("ops-pw"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := brokertest.Start(t, map[string]string{
+		"gregor.admin.tls.certificate":   cert,
+		"gregor.admin.tls.key":           key,
+		"gregor.admin.auth":              "basic",
+		"gregor.admin.auth.users":        "ops:" + string(hash),
+		"gregor.admin.metrics.listen":    "127.0.0.1:0",
+		"authorizer.class.name":          "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"allow.everyone.if.no.acl.found": "false",
+	})
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}}
+	t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	get := func(url, user, password string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", url, err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	base := "https://" + b.AdminAddr().String()
+	for _, c := range []struct {
+		path, user, password string
+		want                 int
+	}{
+		{"/v1/topics", "", "", http.StatusUnauthorized},
+		{"/v1/topics", "ops", "wrong", http.StatusUnauthorized},
+		{"/v1/topics", "ops", "ops-pw", http.StatusOK},
+		{"/metrics", "", "", http.StatusUnauthorized},
+		{"/livez", "", "", http.StatusOK},
+		{"/readyz", "", "", http.StatusOK},
+		{"/debug/pprof/", "ops", "ops-pw", http.StatusNotFound},
+		{"/v1/partitions/any/0/records", "ops", "ops-pw", http.StatusForbidden},
+	} {
+		if got, body := get(base+c.path, c.user, c.password); got != c.want {
+			t.Errorf("GET %s as %q: %d, want %d\n%.300s", c.path, c.user, got, c.want, body)
+		}
+	}
+	// Plain HTTP to the HTTPS listener gets nothing of the broker's.
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + b.AdminAddr().String() + "/v1/topics"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("plain HTTP to the HTTPS admin listener was served")
+		}
+	}
+	// A refused client shows in the metrics of the separate listener, which
+	// serves nothing else.
+	anon := kadm.NewClient(b.Client())
+	if _, err := anon.CreateTopic(testCtx(t, 30*time.Second), 1, 1, nil, uniqueTopic(t)); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("ANONYMOUS CreateTopics: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	metrics := b.Admin().MetricsAddr().String()
+	if v := metricValue(t, metrics, "gregor_authorizer_denied_requests_total", `request="CreateTopics"`); v < 1 {
+		t.Errorf("gregor_authorizer_denied_requests_total{request=CreateTopics} = %v, want at least 1", v)
+	}
+	if v := metricValue(t, metrics, "kafka_server_socket_server_metrics_successful_authentication_total", `listener="PLAINTEXT"`); v < 1 {
+		t.Errorf("successful_authentication_total{listener=PLAINTEXT} = %v, want at least 1", v)
+	}
+	if resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + metrics + "/v1/topics"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /v1/topics on the metrics listener: %v %v, want 404", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 }
