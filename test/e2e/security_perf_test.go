@@ -8,8 +8,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,81 +37,174 @@ func longOnly(t *testing.T) {
 	}
 }
 
-// throughput produces n records of size bytes through cl to topic, then
-// consumes them with a client made of opts, and returns both rates in MB/s.
-func throughput(t *testing.T, s *secureBroker, addr, topic string, n, size int, opts ...kgo.Opt) (produce, consume float64) {
+// perfValues are incompressible 1 KiB values (the producer compresses
+// nothing either), so the runs measure moving bytes, not compressing zeros.
+func perfValues(size int) [][]byte {
+	rng := rand.New(rand.NewPCG(1, 2))
+	vals := make([][]byte, 256)
+	for i := range vals {
+		vals[i] = make([]byte, size)
+		for j := range vals[i] {
+			vals[i][j] = byte(rng.Uint32())
+		}
+	}
+	return vals
+}
+
+// rate is one measured phase: MB/s and the broker's CPU time per MB.
+type rate struct{ mbps, cpuPerMB float64 }
+
+// throughput produces n records of the values' size to topic with a client
+// made of opts, then consumes them with another, and measures both phases
+// against the broker process pid.
+func throughput(t *testing.T, pid int, opts []kgo.Opt, topic string, n int, vals [][]byte) (produce, consume rate) {
 	t.Helper()
 	ctx := testCtx(t, 5*time.Minute)
-	cl := s.kgo(t, addr, append(opts, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(1<<15))...)
-	value := make([]byte, size)
-	start := time.Now()
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	for range n {
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				failed.Add(1)
-			}
-			wg.Done()
-		})
+	size := len(vals[0])
+	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1<<15))...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	produce = float64(n*size) / time.Since(start).Seconds() / 1e6
+	defer cl.Close()
+	measure := func(run func()) rate {
+		cpu0, start := procCPU(t, pid), time.Now()
+		run()
+		elapsed, cpu := time.Since(start), procCPU(t, pid)-cpu0
+		mb := float64(n*size) / 1e6
+		return rate{mbps: mb / elapsed.Seconds(), cpuPerMB: cpu.Seconds() * 1e3 / mb}
+	}
+	var failed atomic.Int64
+	produce = measure(func() {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Value: vals[i%len(vals)]}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+				wg.Done()
+			})
+		}
+		wg.Wait()
+	})
 	if failed.Load() > 0 {
 		t.Fatalf("%d records failed", failed.Load())
 	}
-	consumer := s.kgo(t, addr, append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	consumer, err := kgo.NewClient(append(opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(64<<20))...)
-	start = time.Now()
-	for got := 0; got < n; {
-		f := consumer.PollFetches(ctx)
-		if err := f.Err(); err != nil {
-			t.Fatal(err)
-		}
-		got += f.NumRecords()
+	if err != nil {
+		t.Fatal(err)
 	}
-	consume = float64(n*size) / time.Since(start).Seconds() / 1e6
+	defer consumer.Close()
+	consume = measure(func() {
+		for got := 0; got < n; {
+			f := consumer.PollFetches(ctx)
+			if err := f.Err(); err != nil {
+				t.Fatal(err)
+			}
+			got += f.NumRecords()
+		}
+	})
 	return produce, consume
 }
 
-// SASL_SSL (SCRAM-SHA-256, TLS 1.3, AES-GCM) against PLAINTEXT in the same
-// run, 1 KiB records: the issue asks for at least 0.7x.
+// Produce and consume throughput of SSL (TLS 1.3, AES-GCM) and SASL_SSL
+// (SCRAM-SHA-256 over the same) against PLAINTEXT, in one run of the gregor
+// binary, 1 KiB incompressible records, ACLs checked on every listener: the
+// issue asks for at least 0.7x. Rounds interleave the listeners (in a
+// rotating order) so that load from elsewhere on a shared machine weighs on
+// all alike; the figures are medians of each round's ratios. Also reported:
+// the broker's CPU milliseconds per MB, read from /proc, which a busy
+// machine disturbs less than the wall clock. PLAINTEXT consumers are served with
+// sendfile(2), TLS ones through the copy path.
 func TestSecurityThroughputRatio(t *testing.T) {
 	longOnly(t)
-	s := startSecure(t)
-	adm := s.admin(t)
+	dir := t.TempDir()
+	ca := testpki.New(t)
+	keystore, _, _ := ca.Issue(t, "broker", []string{"localhost"}).WriteFiles(t, dir, "broker")
+	sslPort, saslPort := freePort(t), freePort(t)
+	p := startProc(t, filepath.Join(dir, "data"),
+		"--set", fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d", sslPort, saslPort),
+		"--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"--set", "ssl.keystore.type=PEM", "--set", "ssl.keystore.location="+keystore,
+		"--set", "sasl.enabled.mechanisms=SCRAM-SHA-256,PLAIN",
+		"--set", "listener.name.sasl_ssl.plain.sasl.jaas.config="+adminJAAS,
+		"--set", "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+		"--set", "super.users=User:admin")
+	tlsCfg := &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost", MinVersion: tls.VersionTLS13}
+	saslAddr := fmt.Sprintf("127.0.0.1:%d", saslPort)
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(saslAddr), kgo.DialTLSConfig(tlsCfg),
+		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-secret"}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminCl.Close()
+	adm := kadm.NewClient(adminCl)
 	setScram(t, adm, "bench", "bench-pw", kadm.ScramSha256)
-	ctx := testCtx(t, time.Minute)
+	ctx := testCtx(t, 10*time.Minute)
+	// The same ACLs for the SASL user and the unauthenticated (PLAINTEXT,
+	// SSL) clients, so every listener pays for the same checks.
 	mustACL(t, adm, kadm.NewACLs().Allow("User:bench", "User:ANONYMOUS").Topics("perf-").ResourcePatternType(kadm.ACLPatternPrefixed).
 		Groups("*").Operations(kadm.OpAll))
 	mustACL(t, adm, kadm.NewACLs().Allow("User:bench", "User:ANONYMOUS").Clusters().Operations(kadm.OpIdempotentWrite))
-	tlsCfg := s.tls()
-	tlsCfg.MinVersion = tls.VersionTLS13
-	secure := []kgo.Opt{kgo.DialTLSConfig(tlsCfg), kgo.SASL(scram.Auth{User: "bench", Pass: "bench-pw"}.AsSha256Mechanism())}
-	const n, size, rounds = 100000, 1024, 5
-	// Rates are summed over interleaved rounds, so a burst of load from
-	// elsewhere on the machine weighs on both sides alike.
-	var sumPlain, sumSecure [2]float64
+	listeners := []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"PLAINTEXT", []kgo.Opt{kgo.SeedBrokers(p.addr)}},
+		{"SSL", []kgo.Opt{kgo.SeedBrokers(fmt.Sprintf("127.0.0.1:%d", sslPort)), kgo.DialTLSConfig(tlsCfg)}},
+		{"SASL_SSL", []kgo.Opt{kgo.SeedBrokers(saslAddr), kgo.DialTLSConfig(tlsCfg),
+			kgo.SASL(scram.Auth{User: "bench", Pass: "bench-pw"}.AsSha256Mechanism())}},
+	}
+	n, rounds := 400000, 7
+	if v, err := strconv.Atoi(os.Getenv("GREGOR_PERF_RECORDS")); err == nil {
+		n = v
+	}
+	vals := perfValues(1024)
+	// got[round][listener] is the produce and consume rate of that run.
+	got := make([][][2]rate, rounds)
 	for round := range rounds {
-		for _, secured := range []bool{round%2 == 1, round%2 == 0} {
-			topic := "perf-" + uniqueTopic(t) + map[bool]string{false: "-plain", true: "-sasl-ssl"}[secured]
+		got[round] = make([][2]rate, len(listeners))
+		for k := range listeners {
+			i := (k + round) % len(listeners)
+			l := listeners[i]
+			topic := fmt.Sprintf("perf-%d-%s", round, strings.ToLower(l.name))
 			if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 				t.Fatal(err)
 			}
-			addr, opts, sum := s.plaintext, []kgo.Opt(nil), &sumPlain
-			if secured {
-				addr, opts, sum = s.saslSSL, secure, &sumSecure
+			pr, cr := throughput(t, p.cmd.Process.Pid, l.opts, topic, n, vals)
+			t.Logf("round %d %-9s produce %6.1f MB/s (broker %.2f ms CPU/MB), consume %6.1f MB/s (broker %.2f ms CPU/MB)",
+				round, l.name, pr.mbps, pr.cpuPerMB, cr.mbps, cr.cpuPerMB)
+			got[round][i] = [2]rate{pr, cr}
+			if _, err := adm.DeleteTopics(ctx, topic); err != nil {
+				t.Fatal(err)
 			}
-			p, c := throughput(t, s, addr, topic, n, size, opts...)
-			t.Logf("round %d %s: produce %.1f MB/s, consume %.1f MB/s", round, map[bool]string{false: "PLAINTEXT", true: "SASL_SSL"}[secured], p, c)
-			sum[0], sum[1] = sum[0]+p, sum[1]+c
 		}
 	}
-	pr, cr := sumSecure[0]/sumPlain[0], sumSecure[1]/sumPlain[1]
-	t.Logf("SASL_SSL/PLAINTEXT: produce %.2fx, consume %.2fx (1 KiB records, shared 2-core machine)", pr, cr)
-	if pr < 0.7 || cr < 0.7 {
-		t.Errorf("SASL_SSL throughput below 0.7x plaintext: produce %.2fx, consume %.2fx", pr, cr)
+	// Each round's ratio against the PLAINTEXT run of the same round, and
+	// their median: a burst of load from elsewhere spoils one round, not
+	// the figure.
+	median := func(f func(r [][2]rate) float64) float64 {
+		v := make([]float64, rounds)
+		for round := range rounds {
+			v[round] = f(got[round])
+		}
+		slices.Sort(v)
+		return v[rounds/2]
+	}
+	for i := 1; i < len(listeners); i++ {
+		pr := median(func(r [][2]rate) float64 { return r[i][0].mbps / r[0][0].mbps })
+		cr := median(func(r [][2]rate) float64 { return r[i][1].mbps / r[0][1].mbps })
+		pc := median(func(r [][2]rate) float64 { return r[i][0].cpuPerMB / r[0][0].cpuPerMB })
+		cc := median(func(r [][2]rate) float64 { return r[i][1].cpuPerMB / r[0][1].cpuPerMB })
+		t.Logf("%s/PLAINTEXT, median of %d rounds of %d 1 KiB records: throughput produce %.2fx, consume %.2fx; broker CPU per MB produce %.2fx, consume %.2fx "+
+			"(clients and broker on one 2-core machine shared with other work)", listeners[i].name, rounds, n, pr, cr, pc, cc)
+		// The issue's target is for SASL_SSL; SSL pays for the same TLS
+		// and is reported beside it.
+		if listeners[i].name == "SASL_SSL" && (pr < 0.7 || cr < 0.7) {
+			t.Errorf("%s throughput below 0.7x plaintext: produce %.2fx, consume %.2fx", listeners[i].name, pr, cr)
+		}
 	}
 }
 
