@@ -244,7 +244,7 @@ func securityDefs() []Def {
 		broker("sasl.oauthbearer.clock.skew.seconds", Int, "30", "Clock difference allowed when checking token times.", perBroker),
 		broker("sasl.oauthbearer.sub.claim.name", String, "sub", "Claim holding the principal name.", perBroker),
 		broker("sasl.oauthbearer.scope.claim.name", String, "scope", "Claim holding the scopes.", perBroker),
-		broker("sasl.server.max.receive.size", Int, "524288", "Largest SASL token accepted before authentication completes.", atLeast(1)),
+		broker("sasl.server.max.receive.size", Int, "524288", "The maximum receive size allowed before and during SASL authentication (and re-authentication): a larger request frame or SASL token closes the connection.", atLeast(1)),
 		broker("connections.max.reauth.ms", Long, "0", "Longest SASL session before the client must re-authenticate (KIP-368); 0 is none.", perBroker),
 		broker("connection.failed.authentication.delay.ms", Int, "100", "Delay before closing a connection whose authentication failed.", atLeast(0)),
 		broker("authorizer.class.name", String, "", "Authorizer: Kafka's org.apache.kafka.metadata.authorizer.StandardAuthorizer; empty is none."),
