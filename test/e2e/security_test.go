@@ -344,7 +344,8 @@ func TestSecurityKcat(t *testing.T) {
 	// the ACLs do not allow (bob may only read).
 	wrong := append([]string(nil), bobArgs...)
 	wrong[len(wrong)-1] = "sasl.password=nope"
-	if out, err := kcatFails(t, "", append(wrong, "-L", "-t", topic)...); err == nil || !strings.Contains(out, "Authentication failed") {
+	// (-m 1: kcat -L otherwise waits 5 s for metadata after the refusal.)
+	if out, err := kcatFails(t, "", append(wrong, "-m", "1", "-L", "-t", topic)...); err == nil || !strings.Contains(out, "Authentication failed") {
 		t.Errorf("kcat with a wrong password: %v\n%s", err, out)
 	}
 	if out, err := kcatFails(t, "five\n", append(bobArgs, "-P", "-t", topic)...); err == nil || !strings.Contains(out, "Topic authorization failed") {
