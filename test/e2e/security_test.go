@@ -818,3 +818,59 @@ func TestSecurityAdminListener(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// Certificates renewed in place: the key store file is replaced and an
+// AlterConfigs of the broker's listener.name.ssl.ssl.keystore.location to
+// the same path (as Kafka's kafka-configs.sh --entity-type brokers does)
+// makes new connections get the new certificate, open ones keep theirs; a
+// certificate for another subject is refused with INVALID_REQUEST (Kafka's
+// ConfigAdminManager answers a failed dynamic broker config validation so,
+// KAFKA-13609) and the certificate in use stays.
+func TestSecurityKeyStoreReload(t *testing.T) {
+	s := startSecure(t)
+	ctx := testCtx(t, 60*time.Second)
+	adm := s.admin(t)
+	keystore := filepath.Join(s.dir, "broker.pem")
+	clientTLS := s.tls()
+	clientTLS.Certificates = []tls.Certificate{s.client.TLS(t)}
+	served := func() *tls.Conn {
+		t.Helper()
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", s.ssl, clientTLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	serial := func(c *tls.Conn) string { return c.ConnectionState().PeerCertificates[0].SerialNumber.String() }
+	before := served()
+	alter := func() error {
+		t.Helper()
+		res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "listener.name.ssl.ssl.keystore.location", Value: &keystore}}, 1) // brokertest's node.id
+		if err != nil {
+			return err
+		}
+		return res[0].Err
+	}
+	renewed := s.ca.Issue(t, "broker", []string{"localhost"})
+	renewed.WriteFiles(t, s.dir, "broker")
+	if err := alter(); err != nil {
+		t.Fatalf("AlterConfigs of the same key store path: %v", err)
+	}
+	after := served()
+	if serial(after) != renewed.Leaf.SerialNumber.String() || serial(after) == serial(before) {
+		t.Fatalf("after the reload a new connection got certificate %s, want the renewed %s", serial(after), renewed.Leaf.SerialNumber)
+	}
+	// The connection opened before still works, on its old certificate.
+	r := &rawConn{t: t, c: before, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("e2e-raw"))}
+	r.expectWorks("a connection opened before the reload")
+
+	other := s.ca.Issue(t, "intruder", []string{"localhost"})
+	other.WriteFiles(t, s.dir, "broker")
+	if err := alter(); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("a key store with another subject: %v, want INVALID_REQUEST", err)
+	}
+	if got := serial(served()); got != renewed.Leaf.SerialNumber.String() {
+		t.Fatalf("after a refused reload the listener serves certificate %s, want %s", got, renewed.Leaf.SerialNumber)
+	}
+}
