@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -872,5 +873,47 @@ func TestSecurityKeyStoreReload(t *testing.T) {
 	}
 	if got := serial(served()); got != renewed.Leaf.SerialNumber.String() {
 		t.Fatalf("after a refused reload the listener serves certificate %s, want %s", got, renewed.Leaf.SerialNumber)
+	}
+}
+
+// SaslHandshake v0 (KIP-43): after the handshake the PLAIN token goes as a
+// bare size-prefixed frame and the broker answers with a bare (empty)
+// token; Kafka requests follow, authenticated. A wrong password gets no
+// answer: the connection closes.
+func TestSecuritySaslHandshakeV0(t *testing.T) {
+	s := startSecure(t)
+	handshake := kmsg.NewPtrSASLHandshakeRequest()
+	handshake.Version, handshake.Mechanism = 0, "PLAIN"
+	token := func(r *rawConn, password string) {
+		tok := []byte("\x00admin\x00" + password)
+		r.write(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...))
+	}
+	for _, addr := range []string{s.sasl, s.saslSSL} {
+		dial := func() *rawConn {
+			r := dialRaw(t, addr)
+			if addr == s.saslSSL {
+				r.c = tls.Client(r.c, s.tls())
+			}
+			return r
+		}
+		r := dial()
+		if resp := r.roundTrip(handshake).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
+			t.Fatalf("%s: SaslHandshake v0: %v", addr, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		token(r, "admin-secret")
+		var size [4]byte
+		r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(r.c, size[:]); err != nil || binary.BigEndian.Uint32(size[:]) != 0 {
+			t.Fatalf("%s: the answer to a PLAIN token: %v %v, want an empty token", addr, size, err)
+		}
+		resp := r.roundTrip(kmsgMetadata()).(*kmsg.MetadataResponse)
+		if len(resp.Brokers) != 1 {
+			t.Fatalf("%s: Metadata after a v0 authentication: %+v", addr, resp.Brokers)
+		}
+
+		r = dial()
+		r.roundTrip(handshake)
+		token(r, "wrong")
+		r.expectClosed("a wrong PLAIN token after SaslHandshake v0")
 	}
 }
