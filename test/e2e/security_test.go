@@ -433,7 +433,8 @@ func TestSecurityOAuthJWKS(t *testing.T) {
 // write, gets nothing handled before the exchange decides: behind a failed
 // SaslAuthenticate a super user's produce is not appended and the
 // connection closes; behind a successful one it is handled as that user;
-// ahead of the handshake it closes the connection.
+// ahead of the handshake it closes the connection. A frame above
+// sasl.server.max.receive.size before authentication is not read.
 func TestSecurityPipelinedBehindAuthentication(t *testing.T) {
 	s := startSecure(t)
 	ctx := testCtx(t, 60*time.Second)
@@ -515,6 +516,12 @@ func TestSecurityPipelinedBehindAuthentication(t *testing.T) {
 			t.Fatalf("%s: produce behind a successful authentication: %v", addr, kerr.ErrorForCode(code))
 		}
 		before = endOffset()
+
+		// Before authentication a frame above sasl.server.max.receive.size
+		// (512 KiB) closes the connection as soon as its size is read.
+		r = dial()
+		r.write(binary.BigEndian.AppendUint32(nil, 600<<10))
+		r.expectClosed("a 600 KiB frame before authentication")
 
 		// A produce ahead of the handshake closes the connection.
 		r = dial()
