@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/hex"
 	"net"
 	"strconv"
 
@@ -15,10 +16,12 @@ import (
 // leader epoch), the commit index (high watermark), and each voter's log
 // end (the highest index known to be in its log), when the leader last
 // heard from it and when its log last reached the leader's end. v2 adds the
-// voters' CONTROLLER listeners. Only __cluster_metadata-0 exists
-// (UNKNOWN_TOPIC_OR_PARTITION otherwise); a node that is not the leader
-// answers NOT_LEADER_OR_FOLLOWER for it, as KRaft does. Directory ids are
-// not reported (zero): raft voters here are node ids.
+// voters' CONTROLLER listeners and each voter's metadata directory id (the
+// leader's own from its raft-meta, the others' as they connected to it;
+// zero if one never has). The request must name __cluster_metadata-0 alone
+// (INVALID_REQUEST otherwise); a node that is not the leader answers
+// NOT_LEADER_OR_FOLLOWER for it, as KRaft does. Every node is a voter, so
+// there are no observers.
 func init() {
 	register(kmsg.DescribeQuorum.Int16(), 0, 2, handleForwarded)
 	registerController(kmsg.DescribeQuorum.Int16(), 0, 2, controllerDescribeQuorum)
@@ -52,6 +55,7 @@ func controllerDescribeQuorum(ctx context.Context, h *ControllerHandler, kr kmsg
 		for _, r := range st.Replicas {
 			s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 			s.ReplicaID, s.LogEndOffset = r.NodeID, int64(r.Match)
+			s.ReplicaDirectoryID = directoryID(r.DirectoryID)
 			s.LastFetchTimestamp, s.LastCaughtUpTimestamp = -1, -1
 			if !r.LastContact.IsZero() {
 				s.LastFetchTimestamp = r.LastContact.UnixMilli()
@@ -72,6 +76,16 @@ func controllerDescribeQuorum(ctx context.Context, h *ControllerHandler, kr kmsg
 	rt.Partitions = append(rt.Partitions, rp)
 	resp.Topics = append(resp.Topics, rt)
 	return resp, 0, nil
+}
+
+// directoryID is a quorum directory id (32 hex digits) as a Kafka Uuid;
+// zero when unknown or malformed.
+func directoryID(s string) [16]byte {
+	var id [16]byte
+	if b, err := hex.DecodeString(s); err == nil && len(b) == len(id) {
+		copy(id[:], b)
+	}
+	return id
 }
 
 // quorumNodes are the voters' CONTROLLER listeners (v2's Nodes).

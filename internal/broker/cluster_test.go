@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +14,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
+	"github.com/gregor-broker/gregor/internal/cluster"
+	"github.com/gregor-broker/gregor/internal/quorum"
+	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
 // eventually polls cond every 20ms until it holds or 20s pass.
@@ -291,7 +295,7 @@ func TestClusterControllerOverTCP(t *testing.T) {
 		}
 	}
 	// DescribeQuorum through any broker reaches the raft leader.
-	checkDescribeQuorum(t, c.Brokers[2])
+	checkDescribeQuorum(t, c, c.Brokers[2])
 	dt, err := adm.DeleteTopics(ctx, "t")
 	if err != nil || dt["t"].Err != nil {
 		t.Fatalf("delete: %v %v", err, dt)
@@ -330,8 +334,9 @@ func TestClusterControllerFailover(t *testing.T) {
 }
 
 // checkDescribeQuorum asks b for the metadata quorum's state: the leader
-// answers, through b, with its term, commit index, and every voter's log.
-func checkDescribeQuorum(t *testing.T, b *brokertest.Broker) {
+// answers, through b, with its term, commit index, and every voter's log
+// and metadata directory id (the one in that voter's raft-meta).
+func checkDescribeQuorum(t *testing.T, c *brokertest.Cluster, b *brokertest.Broker) {
 	t.Helper()
 	req := kmsg.NewPtrDescribeQuorumRequest()
 	rt := kmsg.NewDescribeQuorumRequestTopic()
@@ -351,8 +356,15 @@ func checkDescribeQuorum(t *testing.T, b *brokertest.Broker) {
 		t.Fatalf("DescribeQuorum partition: %+v (controller %d)", p, b.Metadata().Controller.Node)
 	}
 	for _, v := range p.CurrentVoters {
-		if v.LogEndOffset <= 0 || v.LastFetchTimestamp <= 0 {
+		if v.LogEndOffset <= 0 || v.LastFetchTimestamp <= 0 || v.LastCaughtUpTimestamp <= 0 {
 			t.Fatalf("voter %+v", v)
+		}
+		meta, err := quorum.ReadMeta(vfs.OS(), cluster.MetadataDir(c.Dir(v.ReplicaID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hex.EncodeToString(v.ReplicaDirectoryID[:]); got != meta.DirectoryID {
+			t.Errorf("voter %d directory id %s, its raft-meta says %s", v.ReplicaID, got, meta.DirectoryID)
 		}
 	}
 	if len(dq.Nodes) != 3 || len(dq.Nodes[0].Listeners) != 1 || dq.Nodes[0].Listeners[0].Name != "CONTROLLER" {

@@ -131,7 +131,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	pub := newPublisher()
 	sm := newStateMachine(shell, pub)
 	rn, err := quorum.Open(quorum.Config{FS: cfg.FS, Dir: dir, NodeID: l.NodeID, ClusterID: cfg.ClusterID,
-		StateMachine: sm, Transport: tr, Logger: cfg.Logger.With("component", "quorum"), Clock: cfg.Clock,
+		StateMachine: sm, Transport: tr, PeerDirectories: dirs, Logger: cfg.Logger.With("component", "quorum"), Clock: cfg.Clock,
 		Timing: quorum.TimingFromKafka(int(cfg.Broker.Int("controller.quorum.election.timeout.ms"))), SnapshotEntries: cfg.SnapshotEntries})
 	if err != nil {
 		tr.Close()

@@ -74,6 +74,10 @@ type Config struct {
 	// Node only: the clock that drives ticks, and the inbound queue size.
 	Clock     clock.Clock
 	InboxSize int // default 4096
+	// PeerDirectories, Node only and optional, tells Status each peer's
+	// metadata directory id (the transport's record of the id each peer
+	// connected with); without it peers' ids are left empty.
+	PeerDirectories interface{ Known(node int32) string }
 }
 
 func (c *Config) setDefaults() error {

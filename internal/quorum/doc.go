@@ -96,7 +96,8 @@
 //	tr, _ := transport.New(transport.Config{ClusterID: meta.ClusterID, NodeID: id,
 //		DirectoryID: meta.DirectoryID, Peers: voterAddrs, PeerDirectories: dirs})
 //	n, _ := quorum.Open(quorum.Config{FS: fs, Dir: dir, NodeID: id,
-//		StateMachine: sm, Transport: tr, Timing: quorum.TimingFromKafka(electionMs)})
+//		StateMachine: sm, Transport: tr, PeerDirectories: dirs,
+//		Timing: quorum.TimingFromKafka(electionMs)})
 //	tr.Start(n)
 //	go tr.Serve(controllerListener, kafkaControllerRPCs)
 //

@@ -431,9 +431,13 @@ func (n *Node) status() Status {
 		id := RaftID(r.NodeID)
 		if r.NodeID == n.cfg.NodeID {
 			r.LastContact, r.LastCaughtUp = now, now
+			r.DirectoryID = n.peer.Meta().DirectoryID
 			continue
 		}
 		r.LastContact, r.LastCaughtUp = n.heard[id], n.caughtUp[id]
+		if n.cfg.PeerDirectories != nil {
+			r.DirectoryID = n.cfg.PeerDirectories.Known(r.NodeID)
+		}
 	}
 	return s
 }

@@ -30,6 +30,11 @@ type Status struct {
 type ReplicaProgress struct {
 	NodeID  int32
 	Learner bool
+	// DirectoryID is the member's metadata directory id (raft-meta's
+	// directory.id, 32 hex digits; DescribeQuorum's ReplicaDirectoryId):
+	// this node's own, and each peer's as it first connected. Empty when
+	// unknown; only a Node fills it in.
+	DirectoryID string
 	// Match is the highest index known to be in the member's log (its
 	// log end offset, in DescribeQuorum's words); Next the next index the
 	// leader will send it.
