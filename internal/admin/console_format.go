@@ -25,6 +25,7 @@ func (c *console) funcs() template.FuncMap {
 		"ms":        formatUnixMs,
 		"time":      formatTime,
 		"rel":       func(ms int64) string { return relative(c.a.now(), ms) },
+		"ago":       func(t *time.Time) string { return relativeTime(c.a.now(), t) },
 		"uptime":    func(t time.Time) string { return formatDuration(c.a.now().Sub(t)) },
 		"durMs":     formatDurationMs,
 		"dur":       formatDuration,
@@ -154,6 +155,14 @@ func relative(now time.Time, ms int64) string {
 	default:
 		return formatDuration(-d) + " ago"
 	}
+}
+
+// relativeTime is relative for an optional time ("—" for nil).
+func relativeTime(now time.Time, t *time.Time) string {
+	if t == nil {
+		return "—"
+	}
+	return relative(now, t.UnixMilli())
 }
 
 // formatDuration is d in its two largest units: "3d 4h", "5m 2s", "800ms".

@@ -84,6 +84,10 @@ func (c *console) overviewPage(r *http.Request) (*page, error) {
 		}
 		body.Health = append(body.Health, h)
 	}
+	body.Health = append(body.Health, brokersHealth(cv.Brokers))
+	if cv.Quorum != nil {
+		body.Health = append(body.Health, quorumHealth(cv.Quorum))
+	}
 	count("under-replicated", cv.UnderReplicated, "warn", "partitions with fewer in-sync replicas than replicas")
 	count("under min ISR", cv.UnderMinISR, "bad", "partitions below min.insync.replicas: acks=all produce fails")
 	count("offline", cv.Offline, "bad", "partitions without a leader")
@@ -97,6 +101,44 @@ func (c *console) overviewPage(r *http.Request) (*page, error) {
 	count("log dir errors", dirErrors, "bad", "log dirs the broker cannot use")
 	count("stray logs", cv.StrayLogs, "warn", "partition logs on disk that the metadata does not know: kept, not served")
 	return &page{Template: "overview.html", Title: "Overview", Nav: "overview", JSON: "/v1/cluster", Body: body}, nil
+}
+
+// brokersHealth is the health box counting unfenced brokers.
+func brokersHealth(bs []BrokerView) healthItem {
+	up := 0
+	var down []string
+	for _, b := range bs {
+		if b.State == BrokerUnfenced {
+			up++
+		} else {
+			down = append(down, fmt.Sprintf("%d %s", b.NodeID, b.State))
+		}
+	}
+	h := healthItem{Name: "brokers", State: "ok", Value: fmt.Sprintf("%d of %d", up, len(bs)), Detail: "unfenced brokers: serving"}
+	if len(down) > 0 {
+		h.State, h.Detail = "warn", "not serving: "+strings.Join(down, ", ")
+	}
+	return h
+}
+
+// quorumHealth is the metadata quorum's health box: its leader, and the
+// voters whose logs are behind.
+func quorumHealth(q *QuorumView) healthItem {
+	if q.Error != "" || q.LeaderID < 0 {
+		return healthItem{Name: "metadata quorum", State: "bad", Value: "no leader", Detail: q.Error}
+	}
+	h := healthItem{Name: "metadata quorum", State: "ok", Value: fmt.Sprintf("leader %d", q.LeaderID),
+		Detail: fmt.Sprintf("term %d, committed up to index %d", q.LeaderEpoch, q.HighWatermark)}
+	var lagging []string
+	for _, v := range q.Voters {
+		if v.Lag != 0 {
+			lagging = append(lagging, fmt.Sprintf("%d (lag %d)", v.NodeID, v.Lag))
+		}
+	}
+	if len(lagging) > 0 {
+		h.Detail += "; behind: " + strings.Join(lagging, ", ")
+	}
+	return h
 }
 
 func newDiskView(d LogDirView) diskView {

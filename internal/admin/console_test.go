@@ -33,7 +33,12 @@ func TestConsolePagesRender(t *testing.T) {
 		want []string
 	}{
 		{"/", []string{"q1Sh-9_ISia_zwGINzRvyQ", "gregor test", "PLAINTEXT", "127.0.0.1:9092", "/var/lib/gregor",
-			"63% used", "11.8 MiB", "1d 2h", "log recovery", "under-replicated", `href="/v1/cluster"`}},
+			"63% used", "11.8 MiB", "1d 2h", "log recovery", "under-replicated", `href="/v1/cluster"`,
+			`data-broker-state="unfenced"`, `data-broker-state="controlled-shutdown"`, `data-broker-state="fenced"`,
+			"rack-b", "127.0.0.1:9292", `<span class="hval">1 of 3</span>`, "not serving: 2 controlled-shutdown, 3 fenced",
+			"leader (active controller) <strong>node 1</strong>, term 4, committed up to index 1,500",
+			`<span class="warn">300</span>`, "AAECAwQFBgcICQoLDA0ODw", "127.0.0.1:9193", "behind: 3 (lag 300)",
+			"this node: leader in term 4"}},
 		{"/ui/topics", []string{`href="/ui/topics/orders"`, "users", "__consumer_offsets", "internal", "2.9 MiB",
 			"1,234,737", "billing <b>47</b>", `href="/v1/topics"`}},
 		{"/ui/topics?q=USE", []string{"users", "1 of 3 topics"}},
@@ -97,6 +102,21 @@ func TestConsoleOverviewStrays(t *testing.T) {
 		"metadata dir"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("overview with a stray log lacks %q", w)
+		}
+	}
+}
+
+// Without a quorum leader the overview says why it cannot show the
+// voters' logs, and marks the quorum bad.
+func TestConsoleOverviewNoQuorumLeader(t *testing.T) {
+	src := newFakeSource()
+	src.cluster.Quorum = &QuorumView{LeaderID: -1, Error: "no metadata quorum leader is known",
+		Voters: []VoterView{{NodeID: 1, Endpoint: "127.0.0.1:9093", LogEndOffset: -1, Lag: -1}}}
+	_, body, _ := get(t, newConsoleAdmin(t, src).Handler(), "/")
+	for _, w := range []string{`<div class="hbox bad" title="no metadata quorum leader is known"><span class="hname">metadata quorum</span><span class="hval">no leader</span>`,
+		`<p class="bad">no metadata quorum leader is known</p>`} {
+		if !strings.Contains(body, w) {
+			t.Errorf("overview without a quorum leader lacks %q", w)
 		}
 	}
 }

@@ -50,10 +50,12 @@ type Source interface {
 	Records(ctx context.Context, q RecordQuery) (RecordPage, error)
 }
 
-// ClusterView is the overview of this broker.
+// ClusterView is the overview of this broker and the cluster it is in.
 type ClusterView struct {
-	ClusterID    string    `json:"cluster_id"`
-	NodeID       int32     `json:"node_id"`
+	ClusterID string `json:"cluster_id"`
+	NodeID    int32  `json:"node_id"`
+	// ControllerID is the active controller (-1: none has activated yet,
+	// or this node has not heard).
 	ControllerID int32     `json:"controller_id"`
 	Version      string    `json:"version"`
 	StartedAt    time.Time `json:"started_at"`
@@ -61,8 +63,12 @@ type ClusterView struct {
 	// (e.g. "PLAINTEXT" → "127.0.0.1:9092"); AdminAddr is this listener.
 	Listeners map[string]string `json:"listeners"`
 	AdminAddr string            `json:"admin_addr"`
-	Brokers   []BrokerView      `json:"brokers"`
-	LogDirs   []LogDirView      `json:"log_dirs"`
+	// Brokers are every broker registered in the metadata, fenced ones
+	// included, by node id.
+	Brokers []BrokerView `json:"brokers"`
+	// Quorum is the metadata quorum; nil when the source has none to show.
+	Quorum  *QuorumView  `json:"quorum,omitempty"`
+	LogDirs []LogDirView `json:"log_dirs"`
 	// MetadataDir is the dir holding the cluster metadata.
 	MetadataDir string `json:"metadata_dir"`
 	// StrayLogs counts the stray logs of every log dir (LogDirView.Strays).
@@ -77,12 +83,86 @@ type ClusterView struct {
 	LogBytes        int64 `json:"log_bytes"`
 }
 
-// BrokerView is one broker of the cluster.
+// Broker states of BrokerView.State, as Kafka's controller keeps them.
+const (
+	BrokerUnfenced           = "unfenced"            // serving
+	BrokerFenced             = "fenced"              // not serving: starting up, stopped, or its session expired
+	BrokerControlledShutdown = "controlled-shutdown" // shutting down, not fenced yet: its leaderships move away
+)
+
+// BrokerView is one broker of the cluster as the metadata has it.
 type BrokerView struct {
-	NodeID int32  `json:"node_id"`
-	Host   string `json:"host"`
-	Port   int32  `json:"port"`
-	Rack   string `json:"rack,omitempty"`
+	NodeID int32 `json:"node_id"`
+	// Host and Port are its endpoint on the client listener this broker
+	// serves (empty if it registered none of that name).
+	Host string `json:"host"`
+	Port int32  `json:"port"`
+	Rack string `json:"rack,omitempty"`
+	// State is BrokerUnfenced, BrokerFenced or BrokerControlledShutdown.
+	State string `json:"state"`
+	// Epoch is its broker epoch: the metadata log index of its latest
+	// registration.
+	Epoch int64 `json:"epoch"`
+	// IncarnationID is its process's registration id (Kafka's Uuid form).
+	IncarnationID string `json:"incarnation_id"`
+	// Endpoints are every listener it registered, name → host:port.
+	Endpoints map[string]string `json:"endpoints"`
+	// Controller: it is the active controller.
+	Controller bool `json:"controller"`
+}
+
+// QuorumView is the metadata quorum (Kafka's DescribeQuorum): the leader's
+// account of every voter's log, and this node's own view of the log.
+type QuorumView struct {
+	// LeaderID is the raft leader, the active controller (-1: none);
+	// LeaderEpoch its term; HighWatermark the commit index: every entry
+	// below it is on a majority of the voters.
+	LeaderID      int32       `json:"leader_id"`
+	LeaderEpoch   int64       `json:"leader_epoch"`
+	HighWatermark int64       `json:"high_watermark"`
+	Voters        []VoterView `json:"voters"`
+	// Error says why the leader's account could not be had (no leader,
+	// leader unreachable); the voters are then listed without their logs.
+	Error string `json:"error,omitempty"`
+	// Local is this node's own state in the quorum.
+	Local LocalQuorumView `json:"local"`
+}
+
+// VoterView is one voter of the metadata quorum, as the leader sees it.
+type VoterView struct {
+	NodeID int32 `json:"node_id"`
+	// DirectoryID is its metadata directory's id (Kafka's Uuid form),
+	// "" if unknown to the leader.
+	DirectoryID string `json:"directory_id,omitempty"`
+	// Endpoint is its CONTROLLER listener.
+	Endpoint string `json:"endpoint"`
+	// LogEndOffset is the raft index its log is known to reach, Lag how far
+	// that is behind the leader's (0 for the leader, -1 unknown).
+	LogEndOffset int64 `json:"log_end_offset"`
+	Lag          int64 `json:"lag"`
+	// LastFetch is when the leader last heard from it, LastCaughtUp when
+	// its log last reached the leader's end (nil: never, or unknown).
+	LastFetch    *time.Time `json:"last_fetch,omitempty"`
+	LastCaughtUp *time.Time `json:"last_caught_up,omitempty"`
+}
+
+// LocalQuorumView is this node's own state in the metadata quorum.
+type LocalQuorumView struct {
+	// Role is leader, follower, candidate or pre-candidate.
+	Role string `json:"role"`
+	Term uint64 `json:"term"`
+	// CommitIndex is the highest index it knows committed, AppliedIndex the
+	// highest its metadata image holds, LastIndex the end of its log,
+	// SnapshotIndex its newest snapshot's.
+	CommitIndex   uint64 `json:"commit_index"`
+	AppliedIndex  uint64 `json:"applied_index"`
+	LastIndex     uint64 `json:"last_index"`
+	SnapshotIndex uint64 `json:"snapshot_index"`
+	// CaughtUpAt is when this node last confirmed it had applied and
+	// published everything the log had committed (its /readyz "metadata"
+	// condition), CaughtUpIndex that commit index.
+	CaughtUpAt    *time.Time `json:"caught_up_at,omitempty"`
+	CaughtUpIndex uint64     `json:"caught_up_index"`
 }
 
 // LogDirView is one log.dirs entry: the filesystem it is on and the

@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -106,4 +108,68 @@ func (h *ControllerHandler) quorumNodes(voters []int32) []kmsg.DescribeQuorumRes
 		out = append(out, n)
 	}
 	return out
+}
+
+// QuorumDescription is the active controller's DescribeQuorum answer in
+// Gregor's terms (what the admin API and `gregor cluster` show).
+type QuorumDescription struct {
+	LeaderID      int32
+	LeaderEpoch   int32 // the raft term
+	HighWatermark int64 // the commit index
+	Voters        []QuorumReplica
+	// Endpoints are the voters' CONTROLLER listeners (host:port).
+	Endpoints map[int32]string
+}
+
+// QuorumReplica is one voter's log as the leader knows it.
+type QuorumReplica struct {
+	NodeID       int32
+	DirectoryID  [16]byte // zero: unknown
+	LogEndOffset int64
+	// LastFetch and LastCaughtUp are zero when unknown.
+	LastFetch, LastCaughtUp time.Time
+}
+
+// DescribeQuorum asks the active controller (the raft leader) for the
+// metadata quorum's state, at version 2.
+func (c ControllerClient) DescribeQuorum(ctx context.Context) (*QuorumDescription, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.SetVersion(2)
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = metadataTopic
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = append(req.Topics, rt)
+	kr, _, err := c.RPC.Call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := kr.(*kmsg.DescribeQuorumResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return nil, fmt.Errorf("DescribeQuorum: the controller answered %d topics", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return nil, err
+	}
+	d := &QuorumDescription{LeaderID: p.LeaderID, LeaderEpoch: p.LeaderEpoch, HighWatermark: p.HighWatermark,
+		Endpoints: map[int32]string{}}
+	at := func(ms int64) time.Time {
+		if ms < 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(ms)
+	}
+	for _, v := range p.CurrentVoters {
+		d.Voters = append(d.Voters, QuorumReplica{NodeID: v.ReplicaID, DirectoryID: v.ReplicaDirectoryID,
+			LogEndOffset: v.LogEndOffset, LastFetch: at(v.LastFetchTimestamp), LastCaughtUp: at(v.LastCaughtUpTimestamp)})
+	}
+	for _, n := range resp.Nodes {
+		for _, l := range n.Listeners {
+			d.Endpoints[n.NodeID] = net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+		}
+	}
+	return d, nil
 }

@@ -81,6 +81,10 @@ type Broker struct {
 	adm       *admin.Admin
 	view      *source.Source // what the admin JSON API and web console read
 
+	// metaCaughtUp is the last time the broker confirmed it had caught up
+	// with the metadata log (watchMetadata).
+	metaCaughtUp atomic.Pointer[catchUp]
+
 	// ready is closed once the broker serves clients (startup); startErr
 	// says why startup failed, when it did (then fatal carries it too).
 	ready     chan struct{}

@@ -2,9 +2,12 @@ package broker_test
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
 	"github.com/gregor-broker/gregor/internal/cluster"
 	"github.com/gregor-broker/gregor/internal/quorum"
@@ -188,6 +192,8 @@ func TestThreeNodeCluster(t *testing.T) {
 	if resp, err := c.Brokers[0].AdminClient().CreateTopic(ctx, 2, -1, nil, "later"); err != nil || resp.Err != nil {
 		t.Fatalf("create with node 3 down: %v %v", err, resp.Err)
 	}
+	checkDescribeCluster(t, c.Brokers[0], stopped)
+	checkClusterView(t, c.Brokers[0], stopped)
 
 	// Node 3 comes back with its data and leads its partitions again.
 	c.Restart(stopped)
@@ -369,5 +375,118 @@ func checkDescribeQuorum(t *testing.T, c *brokertest.Cluster, b *brokertest.Brok
 	}
 	if len(dq.Nodes) != 3 || len(dq.Nodes[0].Listeners) != 1 || dq.Nodes[0].Listeners[0].Name != "CONTROLLER" {
 		t.Fatalf("DescribeQuorum nodes %+v", dq.Nodes)
+	}
+}
+
+// /readyz says whether a node has caught up with the metadata log: a node
+// left without a quorum (two of three voters stopped) cannot confirm it,
+// and after broker.session.timeout.ms its metadata condition turns not
+// ready, saying the quorum has no leader; it turns ready again once a
+// majority runs.
+func TestReadyzFollowsMetadataCatchUp(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, nil, false)
+	b := c.Brokers[0]
+	if code, body := readyz(t, b); code != 200 || !strings.Contains(body, "[+]metadata ready since") ||
+		!strings.Contains(body, "caught up with the metadata log at index") {
+		t.Fatalf("/readyz of a caught-up node: %d\n%s", code, body)
+	}
+	c.Stop(3)
+	c.Stop(2)
+	var body string
+	pollUntil(t, 20*time.Second, "node 1 not ready without a quorum", func() bool {
+		var code int
+		code, body = readyz(t, b)
+		return code == 503
+	})
+	if !strings.Contains(body, "[-]metadata not ready") || !strings.Contains(body, "the metadata quorum has no leader") {
+		t.Fatalf("/readyz without a quorum:\n%s", body)
+	}
+	c.Restart(2)
+	pollUntil(t, 20*time.Second, "node 1 ready again with a quorum", func() bool {
+		code, _ := readyz(t, b)
+		return code == 200
+	})
+}
+
+// checkDescribeCluster asks b for the cluster (DescribeCluster v2): the
+// live brokers and the active controller, and with IncludeFencedBrokers the
+// stopped node too, marked fenced.
+func checkDescribeCluster(t *testing.T, b *brokertest.Broker, stopped int32) {
+	t.Helper()
+	for _, fenced := range []bool{false, true} {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.IncludeFencedBrokers = fenced
+		resp, err := req.RequestWith(brokertest.Context(t, 10*time.Second), b.Client())
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("DescribeCluster: %v %+v", err, resp)
+		}
+		var live, gone []int32
+		for _, br := range resp.Brokers {
+			if br.IsFenced {
+				gone = append(gone, br.NodeID)
+			} else {
+				live = append(live, br.NodeID)
+			}
+			if br.Host == "" || br.Port <= 0 {
+				t.Errorf("DescribeCluster broker %d without an endpoint: %+v", br.NodeID, br)
+			}
+		}
+		slices.Sort(live)
+		wantGone := []int32(nil)
+		if fenced {
+			wantGone = []int32{stopped}
+		}
+		if len(live) != 2 || slices.Contains(live, stopped) || !slices.Equal(gone, wantGone) {
+			t.Fatalf("DescribeCluster (fenced %v): live %v fenced %v", fenced, live, gone)
+		}
+		if resp.ControllerID != b.Metadata().Controller.Node || resp.ClusterID != b.Metadata().ClusterID {
+			t.Fatalf("DescribeCluster controller %d cluster %s, the metadata says %d %s", resp.ControllerID, resp.ClusterID,
+				b.Metadata().Controller.Node, b.Metadata().ClusterID)
+		}
+	}
+}
+
+// checkClusterView reads b's /v1/cluster: every broker with its state and
+// epoch (the stopped one fenced), and the metadata quorum from its leader,
+// the stopped voter lagging.
+func checkClusterView(t *testing.T, b *brokertest.Broker, stopped int32) {
+	t.Helper()
+	var cv admin.ClusterView
+	eventually(t, "/v1/cluster shows the stopped voter lagging", func() error {
+		resp, err := http.Get("http://" + b.AdminAddr().String() + "/v1/cluster")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		cv = admin.ClusterView{}
+		if err := json.NewDecoder(resp.Body).Decode(&cv); err != nil {
+			return err
+		}
+		if cv.Quorum == nil || len(cv.Quorum.Voters) != 3 || cv.Quorum.Voters[stopped-1].Lag <= 0 {
+			return fmt.Errorf("quorum %+v", cv.Quorum)
+		}
+		return nil
+	})
+	ctrl := b.Metadata().Controller.Node
+	if len(cv.Brokers) != 3 {
+		t.Fatalf("/v1/cluster brokers %+v", cv.Brokers)
+	}
+	for _, br := range cv.Brokers {
+		want := admin.BrokerUnfenced
+		if br.NodeID == stopped {
+			want = admin.BrokerFenced
+		}
+		if br.State != want || br.Epoch <= 0 || br.Controller != (br.NodeID == ctrl) || br.Endpoints["PLAINTEXT"] == "" {
+			t.Errorf("/v1/cluster broker %+v, want %s", br, want)
+		}
+	}
+	q := cv.Quorum
+	if q.LeaderID != ctrl || q.HighWatermark <= 0 || q.Error != "" || q.Local.AppliedIndex == 0 || q.Local.CaughtUpAt == nil {
+		t.Fatalf("/v1/cluster quorum %+v", q)
+	}
+	for _, v := range q.Voters {
+		if v.Endpoint == "" || v.LogEndOffset <= 0 || (v.NodeID != stopped && (v.Lag < 0 || v.DirectoryID == "")) {
+			t.Errorf("/v1/cluster voter %+v", v)
+		}
 	}
 }

@@ -181,6 +181,9 @@ func parseUUID(s string) ([16]byte, error) {
 	return id, err
 }
 
+// formatUUID writes a Kafka Uuid (base64url, no padding).
+func formatUUID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
 // writeCleanEpoch records the broker epoch after a clean shutdown.
 func writeCleanEpoch(b *Broker, epoch int64) error {
 	return cluster.WriteEpoch(b.o.FS, b.dirs.MetadataDir, epoch, cluster.EpochCleanShutdown)

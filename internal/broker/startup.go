@@ -23,10 +23,13 @@ import (
 // catch up with the metadata log, load and recover the logs against that
 // image (setting aside those it does not know), publish the whole image
 // once (partitions hosted in their roles, coordinators loaded), then ask the
-// controller to unfence this broker. Ready is closed once it has.
+// controller to unfence this broker. Ready is closed once it has; from then
+// on, until ctx ends, the goroutine keeps the "metadata" readiness
+// condition current (watchMetadata).
 func (b *Broker) startup(ctx context.Context) {
 	defer close(b.startDone)
-	if err := b.bringUp(ctx); err != nil {
+	caughtUp, err := b.bringUp(ctx)
+	if err != nil {
 		b.startErr = err
 		if ctx.Err() == nil {
 			b.stopWith(fmt.Errorf("startup: %w", err))
@@ -34,21 +37,23 @@ func (b *Broker) startup(ctx context.Context) {
 		return
 	}
 	close(b.ready)
+	b.watchMetadata(ctx, caughtUp)
 }
 
-func (b *Broker) bringUp(ctx context.Context) error {
+// bringUp returns the metadata index it caught up to.
+func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 	caughtUp, err := b.catchUp(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	im := b.node.Image()
 	if err := b.applyBrokerConfigs(im); err != nil {
-		return err
+		return 0, err
 	}
 	b.adm.SetCondition("log recovery", admin.NotReady, "loading and recovering the partition logs")
 	cfg := b.Config()
 	if b.logs, err = b.openLogs(cfg, im); err != nil {
-		return err
+		return 0, err
 	}
 	for _, st := range b.logs.DirStates() {
 		b.onLogDirChange(st, nil)
@@ -77,27 +82,28 @@ func (b *Broker) bringUp(ctx context.Context) error {
 	}))
 	b.node.StartPublishing(b)
 	if err := b.node.WaitPublished(ctx, caughtUp); err != nil {
-		return err
+		return 0, err
 	}
 	b.adm.SetCondition("log recovery", admin.Ready, "")
-	b.adm.SetCondition("metadata", admin.Ready, "")
+	b.adm.SetCondition("metadata", admin.Ready, fmt.Sprintf("caught up with the metadata log at index %d", caughtUp))
+	b.metaCaughtUp.Store(&catchUp{at: b.o.Clock.Now(), index: caughtUp})
 	b.logs.Start()
 	b.startCleaner()
 	b.life.ReadyToUnfence()
 	if err := b.waitUnfenced(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	// The entry that unfenced this broker also elected it leader of the
 	// partitions that had none: serve once they are published here.
 	if err := b.node.WaitPublished(ctx, 0); err != nil {
-		return err
+		return 0, err
 	}
 	b.view = b.newSource()
 	admin.RegisterAPI(b.adm, b.view)
 	admin.RegisterConsole(b.adm, b.view)
 	b.registerMetrics()
 	b.logger.Info("serving", "node_id", b.layout.NodeID, "broker_epoch", b.life.Epoch(), "listener", b.Addr().String())
-	return nil
+	return caughtUp, nil
 }
 
 // catchUp waits until this node has applied everything the metadata log had
@@ -188,7 +194,7 @@ func (b *Broker) newSource() *source.Source {
 	return source.New(source.Deps{
 		Metadata: published{b}, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups,
 		Config: b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
-		Listener: b.layout.Client.Listener,
+		Listener: b.layout.Client.Listener, Quorum: b.quorumView,
 		AdminAddr: func() string {
 			if a := b.AdminAddr(); a != nil {
 				return a.String()

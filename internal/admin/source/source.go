@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"maps"
@@ -83,7 +84,10 @@ type Deps struct {
 	AdminAddr func() string
 	// MetadataDir is the log dir holding the cluster metadata.
 	MetadataDir string
-	Clock       clock.Clock
+	// Quorum describes the metadata quorum (ClusterView.Quorum); nil: not
+	// shown. It reports failures in QuorumView.Error.
+	Quorum func(ctx context.Context) *admin.QuorumView
+	Clock  clock.Clock
 }
 
 // Source is the broker's admin.Source: the JSON API and the web console
@@ -174,14 +178,14 @@ func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 		AdminAddr: s.d.AdminAddr(),
 	}
 	for _, b := range im.SortedBrokers() {
-		ep, ok := b.Endpoint(s.d.Listener)
-		if !ok || b.Fenced {
-			continue
+		bv := brokerView(b, s.d.Listener, im.Controller.Node)
+		v.Brokers = append(v.Brokers, bv)
+		if b.ID == node && bv.Host != "" {
+			v.Listeners[s.d.Listener] = net.JoinHostPort(bv.Host, strconv.Itoa(int(bv.Port)))
 		}
-		v.Brokers = append(v.Brokers, admin.BrokerView{NodeID: b.ID, Host: ep.Host, Port: ep.Port, Rack: b.Rack})
-		if b.ID == node {
-			v.Listeners[s.d.Listener] = net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-		}
+	}
+	if s.d.Quorum != nil {
+		v.Quorum = s.d.Quorum(ctx)
 	}
 	for _, t := range im.SortedTopics() {
 		minISR := s.d.TopicConfig(t.Name).MinInsyncReplicas
@@ -236,6 +240,27 @@ func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 	}
 	v.Groups = len(groups)
 	return v, nil
+}
+
+// brokerView is b as the metadata has it, with its endpoint on listener.
+func brokerView(b *metadata.Broker, listener string, controller int32) admin.BrokerView {
+	v := admin.BrokerView{NodeID: b.ID, Rack: b.Rack, Epoch: b.Epoch, IncarnationID: base64.RawURLEncoding.EncodeToString(b.Incarnation[:]),
+		Endpoints: map[string]string{}, Controller: b.ID == controller, State: admin.BrokerUnfenced}
+	// A broker keeps InControlledShutdown until it registers again, and
+	// is fenced once it is gone: fenced is what matters then.
+	switch {
+	case b.Fenced:
+		v.State = admin.BrokerFenced
+	case b.InControlledShutdown:
+		v.State = admin.BrokerControlledShutdown
+	}
+	for _, ep := range b.Endpoints {
+		v.Endpoints[ep.Name] = net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
+	}
+	if ep, ok := b.Endpoint(listener); ok {
+		v.Host, v.Port = ep.Host, ep.Port
+	}
+	return v
 }
 
 func version() string {
