@@ -26,7 +26,11 @@
 // indented JSON, Content-Type application/json, with the view types of
 // source.go:
 //
-//	GET /v1/cluster                           ClusterView
+//	GET /v1/cluster                           ClusterView: this broker, its log
+//	                                          dirs, every registered broker with
+//	                                          its state and epoch, the metadata
+//	                                          quorum (Source's choice; the broker's
+//	                                          asks the quorum leader, DescribeQuorum)
 //	GET /v1/topics                            []TopicSummary, by name
 //	GET /v1/topics/{topic}                    TopicView
 //	GET /v1/partitions/{topic}/{partition}    PartitionView: offsets, segments,
@@ -104,8 +108,14 @@
 //
 //	GET /                                   overview: broker, listeners, uptime,
 //	                                        health strip (readiness conditions,
-//	                                        under-replicated, under min ISR,
-//	                                        offline, stray logs), log dirs with
+//	                                        brokers unfenced, the metadata
+//	                                        quorum's leader, under-replicated,
+//	                                        under min ISR, offline, stray logs),
+//	                                        the brokers (state, epoch, endpoints,
+//	                                        the controller), the quorum's voters
+//	                                        (log end offset, lag, last fetch and
+//	                                        caught up, directory id) and this
+//	                                        node's place in it, log dirs with
 //	                                        disk bars and their state (online;
 //	                                        full: produce refused; offline:
 //	                                        why), the stray logs (partition

@@ -17,6 +17,12 @@
 //     context; lag = HW − committed. While __consumer_offsets loads, group
 //     views answer admin.ErrUnavailable and views that only show lag beside
 //     their own state (topics, a partition) go without it;
+//   - brokers: the metadata image's registrations (state from fenced and
+//     in-controlled-shutdown, fenced first: a broker keeps the latter until
+//     it registers again);
+//   - the metadata quorum: Deps.Quorum (the broker asks the quorum leader
+//     with DescribeQuorum, bounded by a timeout, and adds its own raft
+//     state);
 //   - log dirs: FS.DiskUsage for each dir, the log manager's logs in it and
 //     the stray logs it set aside there; which dir holds the metadata.
 //
