@@ -12,9 +12,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
@@ -29,39 +27,8 @@ import (
 	"github.com/gregor-broker/gregor/internal/config"
 )
 
-// defaultAdmin is where `gregor serve` puts its admin listener by default.
-const defaultAdmin = "http://127.0.0.1:9644"
-
-// whyFlags are the flags the why subcommands share.
-type whyFlags struct {
-	admin string
-	outputFlags
-}
-
-func (f *whyFlags) register(cmd *cobra.Command) {
-	cmd.PersistentFlags().StringVar(&f.admin, "admin", envOr("GREGOR_ADMIN", defaultAdmin), "Gregor's admin HTTP listener, URL or HOST:PORT (GREGOR_ADMIN)")
-	f.outputFlags.register(cmd, "table (sentences)", 10*time.Second, "the admin listener")
-}
-
-// baseURL is --admin as a URL without a trailing slash; a bare HOST:PORT
-// gets http://.
-func (f *whyFlags) baseURL() (string, error) {
-	s := strings.TrimRight(strings.TrimSpace(f.admin), "/")
-	if s == "" {
-		return "", errors.New("--admin is empty: give Gregor's admin listener, e.g. " + defaultAdmin)
-	}
-	if !strings.Contains(s, "://") {
-		s = "http://" + s
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return "", fmt.Errorf("--admin %q: want http://HOST:PORT", f.admin)
-	}
-	return s, nil
-}
-
 func whyCmd() *cobra.Command {
-	var f whyFlags
+	var f adminFlags
 	cmd := &cobra.Command{
 		Use:   "why",
 		Short: "Explain, from the broker's own state, why a partition is or is not compacted and what retention deletes next",
@@ -76,12 +43,12 @@ Kafka listener: point --admin or GREGOR_ADMIN at it. -o json prints the
 broker's partition document (GET /v1/partitions/TOPIC/PARTITION) under
 "partition_view", next to the sentences.`,
 	}
-	f.register(cmd)
+	f.register(cmd, "table (sentences)")
 	cmd.AddCommand(whyCompactionCmd(&f), whyRetentionCmd(&f))
 	return cmd
 }
 
-func whyCompactionCmd(f *whyFlags) *cobra.Command {
+func whyCompactionCmd(f *adminFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "compaction TOPIC/PARTITION",
 		Short: "Why the log cleaner will or will not compact a partition, and when it may",
@@ -95,7 +62,7 @@ func whyCompactionCmd(f *whyFlags) *cobra.Command {
 	}
 }
 
-func whyRetentionCmd(f *whyFlags) *cobra.Command {
+func whyRetentionCmd(f *adminFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "retention TOPIC/PARTITION",
 		Short: "What the next retention check deletes from a partition, when, and why",
@@ -117,7 +84,7 @@ type whyOutput struct {
 	PartitionView json.RawMessage `json:"partition_view"`
 }
 
-func runWhy(cmd *cobra.Command, f *whyFlags, arg string, explain func(admin.PartitionView, time.Time) []string) error {
+func runWhy(cmd *cobra.Command, f *adminFlags, arg string, explain func(admin.PartitionView, time.Time) []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -149,34 +116,6 @@ func runWhy(cmd *cobra.Command, f *whyFlags, arg string, explain func(admin.Part
 	return nil
 }
 
-// maxAdminBody bounds what is read from the admin listener: a partition
-// document with a few thousand segments is well under it.
-const maxAdminBody = 16 << 20
-
-// adminGet fetches base+path and returns the status and body.
-func adminGet(ctx context.Context, base, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAdminBody))
-	return resp.StatusCode, body, err
-}
-
-// notGregorHint says what `why` needs when the listener it was pointed at
-// is missing or is not Gregor's.
-func notGregorHint(base string) string {
-	return fmt.Sprintf("`gregor why` reads the partition's state from Gregor's admin HTTP listener "+
-		"(gregor serve --admin-listen, default %s), which Apache Kafka does not have; "+
-		"point at it with --admin http://HOST:PORT or GREGOR_ADMIN (--admin is %s)", strings.TrimPrefix(defaultAdmin, "http://"), base)
-}
-
 func partitionPath(topic string, partition int32) string {
 	return "/v1/partitions/" + url.PathEscape(topic) + "/" + strconv.Itoa(int(partition))
 }
@@ -188,7 +127,7 @@ func fetchPartitionView(ctx context.Context, base, topic string, partition int32
 	path := partitionPath(topic, partition)
 	status, body, err := adminGet(ctx, base, path)
 	if err != nil {
-		return nil, v, fmt.Errorf("cannot reach the admin listener at %s: %w\n%s", base, err, notGregorHint(base))
+		return nil, v, fmt.Errorf("cannot reach the admin listener at %s: %w\n%s", base, err, notGregorHint("why", base))
 	}
 	switch {
 	case status == http.StatusNotFound:
@@ -199,7 +138,7 @@ func fetchPartitionView(ctx context.Context, base, topic string, partition int32
 			return nil, v, fmt.Errorf("partition %s/%d is not on the broker behind %s: %s; see gregor topic describe %s",
 				topic, partition, base, msg, topic)
 		}
-		return nil, v, fmt.Errorf("%s has no %s (it answered 404: %s)\n%s", base, path, bodyText(body), notGregorHint(base))
+		return nil, v, fmt.Errorf("%s has no %s (it answered 404: %s)\n%s", base, path, bodyText(body), notGregorHint("why", base))
 	case status != http.StatusOK:
 		return nil, v, fmt.Errorf("GET %s%s: %d %s: %s", base, path, status, http.StatusText(status), bodyText(body))
 	}
@@ -208,7 +147,7 @@ func fetchPartitionView(ctx context.Context, base, topic string, partition int32
 		if err != nil {
 			why = err.Error()
 		}
-		return nil, v, fmt.Errorf("GET %s%s did not answer a partition document (%s)\n%s", base, path, why, notGregorHint(base))
+		return nil, v, fmt.Errorf("GET %s%s did not answer a partition document (%s)\n%s", base, path, why, notGregorHint("why", base))
 	}
 	return json.RawMessage(body), v, nil
 }
@@ -234,21 +173,9 @@ func isGregorAdmin(ctx context.Context, base string) bool {
 	return json.Unmarshal(body, &c) == nil && c.ClusterID != ""
 }
 
-// bodyText is an error body as one short line.
-func bodyText(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	if s == "" {
-		return "(empty body)"
-	}
-	return s
-}
-
 // completeAdminPartitions offers TOPIC/PARTITION names from the admin
 // API's topic list; it gives up quickly when nothing answers.
-func completeAdminPartitions(f *whyFlags) cobra.CompletionFunc {
+func completeAdminPartitions(f *adminFlags) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp

@@ -56,7 +56,13 @@ func controllerDescribeQuorum(ctx context.Context, h *ControllerHandler, kr kmsg
 		rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = st.Leader, int32(st.Term), int64(st.Commit)
 		for _, r := range st.Replicas {
 			s := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+			// Raft indexes start at 1 (the bootstrap snapshot), so Match 0
+			// is a voter a new leader has not heard from yet: unknown
+			// (-1), as KRaft reports it.
 			s.ReplicaID, s.LogEndOffset = r.NodeID, int64(r.Match)
+			if r.Match == 0 {
+				s.LogEndOffset = -1
+			}
 			s.ReplicaDirectoryID = directoryID(r.DirectoryID)
 			s.LastFetchTimestamp, s.LastCaughtUpTimestamp = -1, -1
 			if !r.LastContact.IsZero() {

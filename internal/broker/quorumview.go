@@ -48,7 +48,7 @@ func (b *Broker) quorumView(ctx context.Context) *admin.QuorumView {
 		if r.DirectoryID != ([16]byte{}) {
 			vv.DirectoryID = formatUUID(r.DirectoryID)
 		}
-		if leaderEnd >= 0 {
+		if leaderEnd >= 0 && r.LogEndOffset >= 0 {
 			vv.Lag = max(leaderEnd-r.LogEndOffset, 0)
 		}
 		v.Voters = append(v.Voters, vv)

@@ -7,6 +7,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-broker/gregor/internal/admin"
 )
 
 // produceN writes n records with acks=all and returns how many were
@@ -166,6 +169,7 @@ func TestControlledShutdown(t *testing.T) {
 		t.Errorf("node 2 did not complete a controlled shutdown:\n%s", log[max(0, len(log)-3000):])
 	}
 	waitOffline(t, c, 1, "t", 2)
+	checkGregorCluster(t, c, 1, 2)
 	c.start(2)
 	c.waitReady(2, 60*time.Second)
 	consumeN(t, c, "t", 30)
@@ -267,4 +271,47 @@ func TestStorageFormat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkGregorCluster runs `gregor cluster` against node via's admin
+// listener while node down is stopped: three brokers, down fenced, the
+// others unfenced with their epochs, one of them the controller; three
+// voters with their raft index.
+func checkGregorCluster(t *testing.T, c *cluster, via, down int32) {
+	t.Helper()
+	var v admin.ClusterView
+	var out string
+	// Until the new controller's activation reaches node via, the quorum
+	// and the image may name different controllers.
+	if !poll(20*time.Second, func() bool {
+		var err error
+		out, err = c.gregor("cluster", "--admin", c.node(via).admin, "-o", "json")
+		if err != nil {
+			t.Fatalf("gregor cluster -o json: %v\n%s", err, out)
+		}
+		v = admin.ClusterView{}
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("gregor cluster -o json: %v\n%s", err, out)
+		}
+		return v.Quorum != nil && v.Quorum.LeaderID == v.ControllerID && v.ControllerID != down
+	}) || len(v.Brokers) != 3 || len(v.Quorum.Voters) != 3 {
+		t.Fatalf("gregor cluster -o json: %s", out)
+	}
+	for _, b := range v.Brokers {
+		if want := admin.BrokerUnfenced; b.NodeID != down && (b.State != want || b.Epoch <= 0) ||
+			b.NodeID == down && b.State != admin.BrokerFenced {
+			t.Fatalf("broker %+v", b)
+		}
+	}
+	out, err := c.gregor("cluster", "--admin", c.node(via).admin)
+	if err != nil {
+		t.Fatalf("gregor cluster: %v\n%s", err, out)
+	}
+	for _, w := range []string{fmt.Sprintf("controller node %d", v.ControllerID), "unfenced", "fenced", "controller\n",
+		fmt.Sprintf("Metadata quorum: leader node %d", v.ControllerID), "RAFT INDEX", "LAG"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("gregor cluster lacks %q:\n%s", w, out)
+		}
+	}
+	t.Logf("gregor cluster with node %d stopped:\n%s", down, out)
 }
