@@ -12,6 +12,6 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCmd(), storageCmd(), benchCmd(), topicCmd(), offsetsCmd(), produceCmd(), consumeCmd(), groupCmd(), logCmd(), whyCmd(),
-		aclCmd(), userCmd(), clusterCmd())
+		aclCmd(), userCmd(), clusterCmd(), devCmd())
 	return root
 }

@@ -89,6 +89,12 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 	b.metaCaughtUp.Store(&catchUp{at: b.o.Clock.Now(), index: caughtUp})
 	b.logs.Start()
 	b.startCleaner()
+	// The JSON API, console and metrics are served before the broker is
+	// unfenced, so that they answer by the time /readyz does.
+	b.view = b.newSource()
+	admin.RegisterAPI(b.adm, b.view)
+	admin.RegisterConsole(b.adm, b.view)
+	b.registerMetrics()
 	b.life.ReadyToUnfence()
 	if err := b.waitUnfenced(ctx); err != nil {
 		return 0, err
@@ -98,10 +104,6 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 	if err := b.node.WaitPublished(ctx, 0); err != nil {
 		return 0, err
 	}
-	b.view = b.newSource()
-	admin.RegisterAPI(b.adm, b.view)
-	admin.RegisterConsole(b.adm, b.view)
-	b.registerMetrics()
 	b.logger.Info("serving", "node_id", b.layout.NodeID, "broker_epoch", b.life.Epoch(), "listener", b.Addr().String())
 	return caughtUp, nil
 }
