@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Run franz-go's kgo integration suite against a freshly started gregor binary.
+# Run franz-go's kgo integration suite against a freshly started gregor cluster.
 #
 #   scripts/conformance.sh            (make conformance)
 #
-# Builds gregor (or uses $GREGOR_BIN), starts it on a temp data dir with
-# OS-chosen loopback ports (never 9092, which a developer may be using), waits
-# for /readyz, runs ../shared/conformance/franz-go.sh against it, and stops the
-# broker by its PID. Skips (exit 0) with a message when franz-go.sh is absent.
+# Builds gregor (or uses $GREGOR_BIN), starts a 3-node cluster with
+# `gregor dev --nodes 3` on a temp dir with OS-chosen loopback ports (never
+# 9092, which a developer may be using), waits until every node's /readyz
+# answers, runs ../shared/conformance/franz-go.sh against all three with
+# KGO_TEST_RF=1 (topics of one replica, spread over the nodes), and stops the
+# cluster by gregor dev's PID (which stops each node by its own). The
+# suite's SASL tests run against one more `gregor serve` with a
+# SASL_PLAINTEXT listener (SCRAM and unsecured OAUTHBEARER). Skips
+# (exit 0) with a message when franz-go.sh is absent.
 #
 # Environment:
+#   CONFORMANCE_NODES     nodes in the cluster (default 3; 1 runs the whole
+#                         suite against the single SASL-enabled `gregor serve`)
 #   GREGOR_BIN            prebuilt gregor binary (default: build one)
 #   GREGOR_SHARED         the shared dir (default: <repo root>/../shared)
 #   KGO_TEST_RECORDS      records for the ETL tests (default 50000)
@@ -78,9 +85,18 @@ if ! command -v python3 >/dev/null 2>&1; then
 fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gregor-conformance.XXXXXX")"
-BROKER_PID=
+BROKER_PID= SASL_PID= SASL_ADDR= SASL_BOOTSTRAP=
 cleanup() {
+  if [ -n "$SASL_PID" ] && kill -0 "$SASL_PID" 2>/dev/null; then
+    kill -TERM "$SASL_PID" 2>/dev/null
+    for _ in $(seq 300); do kill -0 "$SASL_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$SASL_PID" 2>/dev/null
+    wait "$SASL_PID" 2>/dev/null
+  fi
   if [ -n "$BROKER_PID" ] && kill -0 "$BROKER_PID" 2>/dev/null; then
+    # gregor dev stops its nodes on SIGTERM; killed, it leaves them a SIGTERM.
+    kill -TERM "$BROKER_PID" 2>/dev/null
+    for _ in $(seq 450); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$BROKER_PID" 2>/dev/null
     wait "$BROKER_PID" 2>/dev/null
   fi
@@ -95,11 +111,14 @@ if [ -z "$BIN" ]; then
   BIN="$WORK/gregor"
 fi
 
-# Besides the PLAINTEXT listener the suite uses, a SASL_PLAINTEXT listener
-# serves franz-go's SASL tests: SCRAM-SHA-256/512 (a user created below with
-# gregor user scram set) and OAUTHBEARER with Kafka's default, unsecured,
-# validator (the tests send {"alg":"none"} tokens). No authorizer: the
-# suite's clients are ANONYMOUS.
+NODES="${CONFORMANCE_NODES:-3}"
+# A single `gregor serve` with, besides the PLAINTEXT listener the suite
+# uses, a SASL_PLAINTEXT listener for franz-go's SASL tests: SCRAM-SHA-256/512
+# (a user created below with gregor user scram set) and OAUTHBEARER with
+# Kafka's default, unsecured, validator (the tests send {"alg":"none"}
+# tokens). No authorizer: the suite's clients are ANONYMOUS. With several
+# nodes the suite runs against the cluster and its SASL tests against this
+# extra broker (KGO_TEST_SCRAM_SEEDS, KGO_TEST_OAUTH_SEEDS).
 cat >"$WORK/server.properties" <<'PROPS'
 listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0
 advertised.listeners=PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0
@@ -107,38 +126,64 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
 sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
 PROPS
-log "starting $BIN serve (data in $WORK/data)"
-"$BIN" serve --config "$WORK/server.properties" --data-dir "$WORK/data" --admin-listen 127.0.0.1:0 \
-  --log-format text --log-level "${CONFORMANCE_LOG_LEVEL:-warn}" >"$WORK/banner" 2>"$WORK/broker.log" &
-BROKER_PID=$!
-
 broker_fail() {
   log "conformance: FAILED: $1"
-  tail -n 40 "$WORK/broker.log" 2>/dev/null | sed 's/^/    broker: /'
+  for f in "$WORK"/broker.log "$WORK"/dev/node-*.log; do
+    [ -s "$f" ] && tail -n 40 "$f" | sed "s|^|    $(basename "$f"): |"
+  done
   echo "0 passed, 1 failed"
   exit 1
 }
 
-BOOTSTRAP= ADMIN=
-for _ in $(seq 300); do  # 30s
-  BOOTSTRAP="$(awk '$1=="bootstrap:"{print $2}' "$WORK/banner")"
-  ADMIN="$(awk '$1=="admin:"{print $2}' "$WORK/banner")"
-  [ -n "$BOOTSTRAP" ] && [ -n "$ADMIN" ] && break
-  kill -0 "$BROKER_PID" 2>/dev/null || broker_fail "gregor exited at start"
-  sleep 0.1
-done
-[ -n "$BOOTSTRAP" ] && [ -n "$ADMIN" ] || broker_fail "gregor printed no listen addresses within 30s"
-ready=
-for _ in $(seq 600); do  # 60s
-  [ "$(http_status "$ADMIN/readyz")" = 200 ] && { ready=1; break; }
-  kill -0 "$BROKER_PID" 2>/dev/null || broker_fail "gregor exited before it was ready"
-  sleep 0.1
-done
-[ -n "$ready" ] || broker_fail "$ADMIN/readyz did not answer 200 within 60s"
-log "gregor pid $BROKER_PID ready: bootstrap $BOOTSTRAP, admin $ADMIN"
-SASL_ADDR="$(awk '$1=="listener" && $2=="SASL_PLAINTEXT:"{print $3}' "$WORK/banner")"
+BOOTSTRAP=
+# start_sasl_serve DIR starts that broker on DIR and waits until it is
+# ready: its pid in SASL_PID, its addresses in SASL_BOOTSTRAP, SASL_ADMIN
+# and SASL_ADDR (the SASL_PLAINTEXT listener).
+start_sasl_serve() {
+  "$BIN" serve --config "$WORK/server.properties" --data-dir "$1" --admin-listen 127.0.0.1:0 \
+    --log-format text --log-level "${CONFORMANCE_LOG_LEVEL:-warn}" >"$WORK/banner" 2>"$WORK/broker.log" &
+  SASL_PID=$!
+  SASL_BOOTSTRAP= SASL_ADMIN=
+  for _ in $(seq 300); do  # 30s
+    SASL_BOOTSTRAP="$(awk '$1=="bootstrap:"{print $2}' "$WORK/banner")"
+    SASL_ADMIN="$(awk '$1=="admin:"{print $2}' "$WORK/banner")"
+    [ -n "$SASL_BOOTSTRAP" ] && [ -n "$SASL_ADMIN" ] && break
+    kill -0 "$SASL_PID" 2>/dev/null || broker_fail "gregor exited at start"
+    sleep 0.1
+  done
+  [ -n "$SASL_BOOTSTRAP" ] && [ -n "$SASL_ADMIN" ] || broker_fail "gregor printed no listen addresses within 30s"
+  ready=
+  for _ in $(seq 600); do  # 60s
+    [ "$(http_status "$SASL_ADMIN/readyz")" = 200 ] && { ready=1; break; }
+    kill -0 "$SASL_PID" 2>/dev/null || broker_fail "gregor exited before it was ready"
+    sleep 0.1
+  done
+  [ -n "$ready" ] || broker_fail "$SASL_ADMIN/readyz did not answer 200 within 60s"
+  SASL_ADDR="$(awk '$1=="listener" && $2=="SASL_PLAINTEXT:"{print $3}' "$WORK/banner")"
+}
+
+if [ "$NODES" = 1 ]; then
+  log "starting $BIN serve (data in $WORK/data)"
+  start_sasl_serve "$WORK/data"
+  BROKER_PID=$SASL_PID SASL_PID= BOOTSTRAP=$SASL_BOOTSTRAP
+else
+  log "starting $BIN dev --nodes $NODES (data in $WORK/dev)"
+  "$BIN" dev --nodes "$NODES" --dir "$WORK/dev" --port-base 0 --admin-port-base 0 \
+    --log-level "${CONFORMANCE_LOG_LEVEL:-warn}" >"$WORK/dev-banner" 2>&1 &
+  BROKER_PID=$!
+  for _ in $(seq 1200); do  # 120s: gregor dev waits for every node's /readyz
+    BOOTSTRAP="$(sed -nE 's/.*bootstrap servers: (\S+)$/\1/p' "$WORK/dev-banner")"
+    [ -n "$BOOTSTRAP" ] && break
+    kill -0 "$BROKER_PID" 2>/dev/null || { cat "$WORK/dev-banner"; broker_fail "gregor dev exited at start"; }
+    sleep 0.1
+  done
+  [ -n "$BOOTSTRAP" ] || { cat "$WORK/dev-banner"; broker_fail "the $NODES nodes were not ready within 120s"; }
+  log "starting $BIN serve for the SASL tests (data in $WORK/sasl)"
+  start_sasl_serve "$WORK/sasl"
+fi
+log "gregor pid $BROKER_PID ready ($NODES node(s)): bootstrap $BOOTSTRAP"
 if [ -n "$SASL_ADDR" ] && [ -z "${KGO_TEST_SCRAM_SEEDS:-}${KGO_TEST_OAUTH_SEEDS:-}" ]; then
-  if GREGOR_SCRAM_PASSWORD=conformance-pw timeout 60 "$BIN" user scram set conformance -b "$BOOTSTRAP" >/dev/null; then
+  if GREGOR_SCRAM_PASSWORD=conformance-pw timeout 60 "$BIN" user scram set conformance -b "$SASL_BOOTSTRAP" >/dev/null; then
     export KGO_TEST_SCRAM_SEEDS="$SASL_ADDR" KGO_TEST_SCRAM="conformance:conformance-pw:256" KGO_TEST_OAUTH_SEEDS="$SASL_ADDR"
     log "SASL tests against $SASL_ADDR (SCRAM user conformance, unsecured OAUTHBEARER)"
   else
@@ -148,7 +193,7 @@ fi
 
 # Decide what to skip from what the broker serves.
 timeout 5m go build -o "$WORK/apikeys" "$ROOT/scripts/apikeys.go" || broker_fail "building scripts/apikeys.go failed"
-SERVED=" $(timeout 60 "$WORK/apikeys" "$BOOTSTRAP" | awk '{printf "%s ", $1}')"
+SERVED=" $(timeout 60 "$WORK/apikeys" "${BOOTSTRAP%%,*}" | awk '{printf "%s ", $1}')"
 [ "$SERVED" != " " ] || broker_fail "ApiVersions to $BOOTSTRAP failed"
 missing_keys() {
   local k out=
@@ -174,8 +219,8 @@ elif [ "${#SKIPPED[@]}" -gt 0 ]; then
 else
   SKIP_RE=
 fi
-log "franz-go conformance (KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-50000}); -test.skip $SKIP_RE"
-KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" SKIP="$SKIP_RE" TEST_TIMEOUT="${CONFORMANCE_TIMEOUT:-10m}" \
+log "franz-go conformance (KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-50000}, KGO_TEST_RF=1); -test.skip $SKIP_RE"
+KGO_TEST_RF=1 KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" SKIP="$SKIP_RE" TEST_TIMEOUT="${CONFORMANCE_TIMEOUT:-10m}" \
   timeout --kill-after=30 40m bash "$FRANZ" "$BOOTSTRAP" 2>&1 | tee "$WORK/suite.out"
 rc=${PIPESTATUS[0]}
 
@@ -184,9 +229,9 @@ kill -0 "$BROKER_PID" 2>/dev/null || alive=
 log "stopping gregor (pid $BROKER_PID)"
 if [ -n "$alive" ]; then
   kill -TERM "$BROKER_PID" 2>/dev/null
-  for _ in $(seq 300); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 450); do kill -0 "$BROKER_PID" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$BROKER_PID" 2>/dev/null; then
-    log "gregor did not stop within 30s of SIGTERM; killing it"
+    log "gregor did not stop within 45s of SIGTERM; killing it"
     kill -KILL "$BROKER_PID" 2>/dev/null
     rc=1
   fi
@@ -194,12 +239,16 @@ if [ -n "$alive" ]; then
 else
   wait "$BROKER_PID" 2>/dev/null
   log "gregor died during the suite (exit $?)"
-  tail -n 40 "$WORK/broker.log" | sed 's/^/    broker: /'
+  for f in "$WORK"/broker.log "$WORK"/dev/node-*.log; do
+    [ -s "$f" ] && tail -n 40 "$f" | sed "s|^|    $(basename "$f"): |"
+  done
   rc=1
 fi
 BROKER_PID=
-if [ -s "$WORK/broker.log" ] && grep -qE 'level=(ERROR|error)|panic' "$WORK/broker.log"; then
-  log "broker log has errors (first 20):"
-  grep -E 'level=(ERROR|error)|panic' "$WORK/broker.log" | head -n 20 | sed 's/^/    broker: /'
-fi
+for f in "$WORK"/broker.log "$WORK"/dev/node-*.log; do
+  if [ -s "$f" ] && grep -qE 'level=(ERROR|error)|panic' "$f"; then
+    log "$(basename "$f") has errors (first 20):"
+    grep -E 'level=(ERROR|error)|panic' "$f" | head -n 20 | sed 's/^/    broker: /'
+  fi
+done
 exit "$rc"

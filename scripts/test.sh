@@ -12,8 +12,8 @@
 #      which checks are off and why), `go mod tidy -diff`;
 #   4. runs `go test ./...` (unit and end-to-end tests); the packages with
 #      concurrency (RACE_PKGS) run under -race instead of the plain run;
-#   5. runs franz-go's conformance suite against the built binary
-#      (scripts/conformance.sh);
+#   5. runs franz-go's conformance suite against a 3-node cluster of the
+#      built binary (scripts/conformance.sh: gregor dev --nodes 3, KGO_TEST_RF=1);
 #   6. prints each part's summary and exits non-zero if anything failed.
 #
 # Environment:
@@ -161,7 +161,7 @@ rc_pass=${rc_pass:-0} rc_fail=${rc_fail:-0} rc_skip=${rc_skip:-0}
 
 conf_rc=0 cf_pass=0 cf_fail=0 cf_skip=0 conf_line="conformance: not run (SKIP_CONFORMANCE set)"
 if [ -z "${SKIP_CONFORMANCE:-}" ]; then
-  log "franz-go conformance"
+  log "franz-go conformance (${CONFORMANCE_NODES:-3} nodes)"
   t_part=$(date +%s)
   bash scripts/conformance.sh | tee "$WORK/conformance.out"
   conf_rc=${PIPESTATUS[0]}
