@@ -382,7 +382,7 @@ func checkDescribeQuorum(t *testing.T, c *brokertest.Cluster, b *brokertest.Brok
 // left without a quorum (two of three voters stopped) cannot confirm it,
 // and after broker.session.timeout.ms its metadata condition turns not
 // ready, saying the quorum has no leader; it turns ready again once a
-// majority runs.
+// majority runs. Meanwhile InitProducerId is answered REQUEST_TIMED_OUT.
 func TestReadyzFollowsMetadataCatchUp(t *testing.T) {
 	c := brokertest.StartCluster(t, 3, nil, false)
 	b := c.Brokers[0]
@@ -400,6 +400,13 @@ func TestReadyzFollowsMetadataCatchUp(t *testing.T) {
 	})
 	if !strings.Contains(body, "[-]metadata not ready") || !strings.Contains(body, "the metadata quorum has no leader") {
 		t.Fatalf("/readyz without a quorum:\n%s", body)
+	}
+	// Without a controller no producer id block can be had: InitProducerId
+	// is answered, retriably, instead of being held.
+	start := time.Now()
+	ip, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(brokertest.Context(t, 30*time.Second), b.Client())
+	if err != nil || ip.ErrorCode != kerr.RequestTimedOut.Code || time.Since(start) > 10*time.Second {
+		t.Fatalf("InitProducerId without a quorum: %v %+v after %v", err, ip, time.Since(start))
 	}
 	c.Restart(2)
 	pollUntil(t, 20*time.Second, "node 1 ready again with a quorum", func() bool {

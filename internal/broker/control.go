@@ -145,6 +145,12 @@ func (b *Broker) ensureTopic(ctx context.Context, name string) error {
 	return b.createTopic(ctx, name, -1, -1, nil)
 }
 
+// producerIDBlockWait bounds how long an InitProducerId waits for the
+// controller to hand out a block of producer ids: without an active
+// controller it is answered REQUEST_TIMED_OUT (retriable) instead of being
+// held until the client gives up, which would also hold a shutdown up.
+const producerIDBlockWait = 2 * time.Second
+
 // nextProducerID hands out producer ids from blocks the controller
 // allocates to this broker (AllocateProducerIds), so no id is handed out
 // twice in the cluster.
@@ -152,6 +158,8 @@ func (b *Broker) nextProducerID(ctx context.Context) (int64, error) {
 	b.pidMu.Lock()
 	defer b.pidMu.Unlock()
 	if b.pidNext >= b.pidEnd {
+		ctx, cancel := context.WithTimeout(ctx, producerIDBlockWait)
+		defer cancel()
 		start, n, err := b.ctrl.AllocateProducerIDs(ctx, b.layout.NodeID, b.life.Epoch())
 		if err != nil {
 			return -1, err
