@@ -7,7 +7,6 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/clock"
-	"github.com/gregor-broker/gregor/internal/quorum"
 )
 
 // catchUp is what the metadata watcher last learned of how far this node's
@@ -77,9 +76,9 @@ func (b *Broker) watchMetadata(ctx context.Context, first uint64) {
 // probeMetadata asks whether the broker has caught up with the metadata
 // log now, and returns last updated with the answer.
 func (b *Broker) probeMetadata(ctx context.Context, last catchUp) catchUp {
-	target, err := b.node.Raft().ReadIndex(ctx)
+	target, err := b.node.ReadIndex(ctx)
 	if err != nil {
-		if leader := b.node.Leader(); leader == quorum.NoLeader {
+		if leader := b.node.Leader(); leader < 0 {
 			last.behind = fmt.Sprintf("the metadata quorum has no leader: a majority of the voters (%s) must run and reach "+
 				"each other; this node has applied up to index %d", voterList(b.layout.Voters), b.node.Applied())
 		} else {

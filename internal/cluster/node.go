@@ -244,6 +244,10 @@ func (n *Node) Applied() uint64 { return n.raft.Applied() }
 // index a lagging follower hears in heartbeats).
 func (n *Node) CaughtUp(ctx context.Context) (uint64, error) { return n.raft.CaughtUp(ctx) }
 
+// ReadIndex is the metadata log's commit index as the raft leader confirms
+// it now (raft's ReadIndex): what this node must apply to be caught up.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) { return n.raft.ReadIndex(ctx) }
+
 // StartPublishing publishes the whole current image to l once, then every
 // image applied after it, in order. Call it once the node has caught up.
 func (n *Node) StartPublishing(l Listener) { n.pub.start(l, n.sm.image) }
