@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	clusterpkg "github.com/gregor-broker/gregor/internal/cluster"
+	"github.com/gregor-broker/gregor/internal/controller"
+	"github.com/gregor-broker/gregor/internal/logdirs"
+	"github.com/gregor-broker/gregor/internal/metadata"
+	"github.com/gregor-broker/gregor/internal/quorum"
+	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
 // longRun skips the test unless GREGOR_LONG=1, and runs the cluster with
@@ -131,5 +141,141 @@ func TestLongCreateThousandTopics(t *testing.T) {
 		batched.Round(time.Millisecond))
 	if one > time.Minute {
 		t.Errorf("creating 1,000 topics one per request took %v", one)
+	}
+}
+
+// syntheticImage is a metadata image of topics topics of perTopic
+// partitions each, one replica each on brokers 4, 5 and 6 in turn: brokers
+// registered but fenced, which no node of the test cluster is, so the
+// nodes hold the metadata of every partition and host none of their logs
+// (what the image costs, apart from 100,000 partition logs).
+func syntheticImage(clusterID string, topics, perTopic int) *metadata.Image {
+	recs := controller.BootstrapRecords(clusterID)
+	for b := int32(4); b <= 6; b++ {
+		recs = append(recs, metadata.RegisterBroker{ID: b, Epoch: int64(b), Fenced: true,
+			Endpoints: []metadata.Endpoint{{Name: "PLAINTEXT", Host: "127.0.0.1", Port: 1000 + b}}})
+	}
+	for i := range topics {
+		id := metadata.NewTopicID()
+		recs = append(recs, metadata.Topic{Name: fmt.Sprintf("synthetic-%05d", i), ID: id})
+		for p := range perTopic {
+			b := int32(4 + (i*perTopic+p)%3)
+			recs = append(recs, metadata.Partition{Topic: id, Partition: int32(p), Replicas: []int32{b}, ELR: []int32{b},
+				Leader: -1, LeaderEpoch: 1, PartitionEpoch: 1})
+		}
+	}
+	im, _ := metadata.Apply(metadata.Empty(), quorum.BootstrapIndex, quorum.BootstrapTerm,
+		&metadata.Entry{Proposer: -1, Term: quorum.BootstrapTerm, Records: recs})
+	return im
+}
+
+// procStatus reads VmRSS and VmHWM (peak) of pid, in MiB.
+func procStatus(t *testing.T, pid int) (rss, peak float64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			rss = kb / 1024
+		case "VmHWM:":
+			peak = kb / 1024
+		}
+	}
+	return rss, peak
+}
+
+// The issue's metadata-size figures: a metadata image of 100,000 partitions
+// (10,000 topics of 10), written as every voter's first snapshot by the
+// quorum's own Bootstrap; each node's RSS once the cluster serves (target
+// ≤ 300 MiB) and how long a restarted node takes to load it (≤ 2 s).
+func TestLongMetadataImage100k(t *testing.T) {
+	longRun(t)
+	const topics, perTopic = 10_000, 10
+	var snapBytes int
+	buildStart := time.Now()
+	c := newClusterWith(t, 3, func(c *cluster) {
+		var im *metadata.Image
+		var data []byte
+		for _, nd := range c.nodes {
+			if out, err := c.gregor("storage", "format", "--node-id", fmt.Sprint(nd.id), "--data-dir", nd.dir,
+				"--voters", c.voters); err != nil {
+				t.Fatalf("format node %d: %v\n%s", nd.id, err, out)
+			}
+			if im == nil {
+				props, err := os.ReadFile(filepath.Join(nd.dir, logdirs.MetaPropertiesFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				mp, err := logdirs.ParseMetaProperties(props)
+				if err != nil {
+					t.Fatal(err)
+				}
+				im = syntheticImage(mp.ClusterID, topics, perTopic)
+				data = metadata.EncodeSnapshot(im)
+				snapBytes = len(data)
+			}
+			mdir := clusterpkg.MetadataDir(nd.dir)
+			if err := os.RemoveAll(mdir); err != nil {
+				t.Fatal(err)
+			}
+			if err := quorum.Bootstrap(vfs.OS(), mdir, quorum.BootstrapConfig{ClusterID: im.ClusterID, NodeID: nd.id,
+				Voters: []int32{1, 2, 3}, Data: data}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("synthetic image: %d topics, %d partitions, snapshot %.1f MiB, built in %v", im.NumTopics(),
+			topics*perTopic, float64(snapBytes)/(1<<20), time.Since(buildStart).Round(time.Millisecond))
+	})
+	// Every node has the image: a Metadata request lists every topic.
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tds, err := adm.ListTopics(ctx)
+	if err != nil || len(tds) != topics {
+		t.Fatalf("listed %d topics (%v), want %d", len(tds), err, topics)
+	}
+	var worst float64
+	for _, nd := range c.nodes {
+		rss, peak := procStatus(t, nd.cmd.Process.Pid)
+		t.Logf("node %d: RSS %.0f MiB (peak %.0f MiB) serving the 100,000-partition image", nd.id, rss, peak)
+		worst = max(worst, rss)
+	}
+	// A restart loads the image from its snapshot (and the log after it).
+	if err := c.sigterm(2); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.start(2)
+	var opened, caughtUp time.Duration
+	if !poll(60*time.Second, func() bool {
+		log := c.node(2).log(t)
+		if opened == 0 && strings.Contains(log, `msg="metadata log opened"`) {
+			opened = time.Since(start)
+		}
+		if caughtUp == 0 && strings.Contains(log, `msg="caught up with the metadata log"`) {
+			caughtUp = time.Since(start)
+		}
+		return opened > 0 && caughtUp > 0
+	}) {
+		t.Fatalf("node 2 did not reload the image:\n%s", c.node(2).log(t))
+	}
+	c.waitReady(2, 60*time.Second)
+	ready := time.Since(start)
+	rss, peak := procStatus(t, c.node(2).cmd.Process.Pid)
+	t.Logf("node 2 restarted: metadata log opened (image loaded) %v after exec, caught up %v, ready %v; RSS %.0f MiB (peak %.0f MiB)",
+		opened.Round(time.Millisecond), caughtUp.Round(time.Millisecond), ready.Round(time.Millisecond), rss, peak)
+	if worst > 300 {
+		t.Errorf("a node's RSS is %.0f MiB with 100,000 partitions, above 300 MiB", worst)
+	}
+	if opened > 2*time.Second {
+		t.Errorf("loading the image took %v, above 2 s", opened)
 	}
 }
