@@ -35,8 +35,8 @@ type RouterConfig struct {
 // (design §5.8.9): the raft leader's id, through the voters' address book,
 // to its CONTROLLER listener, or to this node's own controller in process.
 // An answer saying NOT_CONTROLLER, or a connection that fails, sends the
-// request again to the leader known then, after a short backoff, until the
-// context ends. A request that failed after it was sent may have been
+// request again to the leader known then, after a short backoff (10 ms
+// doubling to routerMaxBackoff), until the context ends. A request that failed after it was sent may have been
 // applied: a retried CreateTopics may then answer TOPIC_ALREADY_EXISTS, as
 // a Kafka broker's forwarding does.
 type ControllerRouter struct{ cfg RouterConfig }
@@ -51,6 +51,13 @@ func NewControllerRouter(cfg RouterConfig) *ControllerRouter {
 	}
 	return &ControllerRouter{cfg: cfg}
 }
+
+// routerMaxBackoff caps the wait between two tries: a failover's new
+// controller is found within it of its activation. A try with no leader
+// known costs no I/O, one to a leader that is not yet the controller one
+// round trip, so retrying at this pace through an election costs
+// nothing worth saving.
+const routerMaxBackoff = 50 * time.Millisecond
 
 // Call sends req to the active controller (ControllerRPC).
 func (r *ControllerRouter) Call(ctx context.Context, req kmsg.Request) (kmsg.Response, uint64, error) {
@@ -72,7 +79,7 @@ func (r *ControllerRouter) Call(ctx context.Context, req kmsg.Request) (kmsg.Res
 			t.Stop()
 			return nil, 0, fmt.Errorf("%w: %s: %v", errNoController, kmsg.NameForKey(req.Key()), last)
 		}
-		backoff = min(2*backoff, 250*time.Millisecond)
+		backoff = min(2*backoff, routerMaxBackoff)
 	}
 }
 

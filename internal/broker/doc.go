@@ -45,11 +45,21 @@
 // stray and kept, Kafka's isStrayKraftReplica) → replica manager, group
 // coordinator, the authorizer over the ACLs caught up with, request handler → the first publish (the whole image:
 // partitions hosted in their roles, coordinators of the __consumer_offsets
-// partitions led here loaded) → the log manager's jobs and the log cleaner →
-// heartbeats ask to be unfenced → once the controller has unfenced the
-// broker and the entry that did is published here, Ready is closed: Run
-// serves clients, and the admin JSON API, web console and metrics are
-// registered.
+// partitions led here loaded) → the log manager's jobs and the log cleaner
+// → the admin JSON API, web console and metrics are registered → heartbeats
+// ask to be unfenced → once the controller has unfenced the broker and the
+// entry that did is published here, Ready is closed and Run serves clients.
+// The startup goroutine then keeps the "metadata" readiness condition
+// current (metaready.go): every second a ReadIndex to the quorum leader and
+// a wait until that index is published; not ready only after
+// broker.session.timeout.ms without such a confirmation, with why (no
+// leader, or how far behind).
+//
+// The cluster view (quorumview.go): /v1/cluster's quorum is this node's
+// raft state and the leader's DescribeQuorum answer, asked through the
+// controller router and bounded by a timeout. InitProducerId waits at most
+// 2 s for a block of producer ids from the controller (REQUEST_TIMED_OUT,
+// retriable, without one).
 //
 // Publish (cluster.Listener) follows every later image in log order: dynamic
 // broker configs, topics removed (their partitions dropped, logs deleted),
