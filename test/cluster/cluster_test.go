@@ -155,7 +155,9 @@ func TestKillAndRestart(t *testing.T) {
 }
 
 // SIGTERM: the node moves its leaderships away, stops, and exits 0; its
-// partitions are offline meanwhile and it leads them again when it is back.
+// partitions are offline meanwhile and it leads them again when it is back,
+// started this time from a server.properties with Kafka's config names
+// (which must mean what the flags meant: the same node of the same cluster).
 func TestControlledShutdown(t *testing.T) {
 	c := newCluster(t, 3)
 	createTopic(t, c, "t", 20*time.Second)
@@ -170,6 +172,7 @@ func TestControlledShutdown(t *testing.T) {
 	}
 	waitOffline(t, c, 1, "t", 2)
 	checkGregorCluster(t, c, 1, 2)
+	c.node(2).properties = true
 	c.start(2)
 	c.waitReady(2, 60*time.Second)
 	consumeN(t, c, "t", 30)

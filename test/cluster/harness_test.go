@@ -72,6 +72,9 @@ type node struct {
 	exited              chan struct{}
 	waitErr             error
 	extra               []string
+	// properties: start from a server.properties with Kafka's names
+	// instead of the dedicated flags.
+	properties bool
 	// unready: the test expects the node never to serve.
 	unready bool
 }
@@ -140,6 +143,9 @@ func (c *cluster) start(id int32) {
 	for _, s := range fastSettings {
 		args = append(args, "--set", s)
 	}
+	if nd.properties {
+		args = []string{"serve", "--config", c.writeProperties(nd), "--log-format", "text"}
+	}
 	args = append(args, nd.extra...)
 	nd.logPath = filepath.Join(c.t.TempDir(), fmt.Sprintf("node%d.log", id))
 	logFile, err := os.Create(nd.logPath)
@@ -157,6 +163,32 @@ func (c *cluster) start(id int32) {
 		logFile.Close()
 		close(exited)
 	}(nd.cmd, nd.exited)
+}
+
+// writeProperties writes the server.properties a Kafka user would write for
+// node nd in combined mode, by Kafka's config names only, with the same
+// settings as the dedicated flags give, and returns its path.
+func (c *cluster) writeProperties(nd *node) string {
+	c.t.Helper()
+	lines := []string{
+		fmt.Sprintf("node.id=%d", nd.id),
+		"process.roles=broker,controller",
+		"controller.quorum.voters=" + c.voters,
+		fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", nd.client, nd.ctrl),
+		"advertised.listeners=PLAINTEXT://" + nd.client,
+		"controller.listener.names=CONTROLLER",
+		"inter.broker.listener.name=PLAINTEXT",
+		"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"controller.quorum.fetch.timeout.ms=2000",
+		"log.dirs=" + nd.dir,
+		"gregor.admin.listen=" + nd.admin,
+	}
+	lines = append(lines, fastSettings...)
+	path := filepath.Join(c.t.TempDir(), fmt.Sprintf("server-%d.properties", nd.id))
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
 }
 
 // gregor runs the binary with args and returns its combined output.
