@@ -183,6 +183,9 @@ func TestLongCreateThousandTopics(t *testing.T) {
 	if one > time.Minute {
 		t.Errorf("creating 1,000 topics one per request took %v", one)
 	}
+	if batched > 10*time.Second {
+		t.Errorf("creating 1,000 topics in requests of 100 took %v (target 10s)", batched)
+	}
 }
 
 // syntheticImage is a metadata image of topics topics of perTopic
