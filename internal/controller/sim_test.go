@@ -22,10 +22,10 @@ import (
 // restarts, brokers that register, heartbeat, crash and shut down, and
 // random admin and AlterPartition traffic, checking the metadata invariants
 // of the design note (§4.3 I13–I15, and the controller's own) after every
-// step: 2,000 seeds of 400 steps (about 10 s of one core), and 3,000 of
+// step: 500 seeds of 400 steps (a few seconds), and 3,000 of
 // 600 with GREGOR_LONG=1; GREGOR_SEED=n replays one.
 func TestRandomized(t *testing.T) {
-	seeds, steps := 2000, 400
+	seeds, steps := 500, 400
 	if os.Getenv("GREGOR_LONG") != "" {
 		seeds, steps = 3000, 600
 	}

@@ -43,9 +43,15 @@ type Options struct {
 	SnapshotEntries     uint64 // default 25
 	SnapshotKeepEntries uint64 // default 5
 	WALSegmentBytes     int64  // default 4 KiB
+	// BootstrapData is the state machine's initial state in every
+	// voter's bootstrap snapshot (quorum.BootstrapConfig.Data).
+	BootstrapData []byte
 	// NewStateMachine builds a node's state machine at every (re)start;
 	// default NewLogSM.
 	NewStateMachine func(node int32) quorum.StateMachine
+	// Replay is how to run the failing seed again, with %d for the seed,
+	// when it is not quorum's own -sim.seed.
+	Replay string
 	// Fail, if set, is called instead of t.Fatalf with the failure report;
 	// it must not return (panic or runtime.Goexit). Mutation tests use it
 	// to expect a failure.
@@ -145,7 +151,7 @@ func New(t *testing.T, opts Options) *Sim {
 		}
 		fs.SyncDir("/")
 		err := quorum.Bootstrap(fs, "/data/meta", quorum.BootstrapConfig{
-			ClusterID: "sim", NodeID: id, Voters: voters, Rand: s.randReader(),
+			ClusterID: "sim", NodeID: id, Voters: voters, Rand: s.randReader(), Data: opts.BootstrapData,
 		})
 		if err != nil {
 			t.Fatalf("bootstrap node %d: %v", id, err)
@@ -229,8 +235,12 @@ func (s *Sim) Tracef(format string, args ...any) {
 // Fatalf fails the test with the seed, how to replay it, and the trace.
 func (s *Sim) Fatalf(format string, args ...any) {
 	s.t.Helper()
-	report := fmt.Sprintf("seed %d at %v: %s\nreplay: go test ./internal/quorum/ -run '%s' -sim.seed=%d\nlast events:\n%s\nnodes now:\n%s",
-		s.opts.Seed, s.now, fmt.Sprintf(format, args...), s.t.Name(), s.opts.Seed, strings.Join(s.trace, "\n"), s.describeNodes())
+	replay := fmt.Sprintf("go test ./internal/quorum/ -run '%s' -sim.seed=%d", s.t.Name(), s.opts.Seed)
+	if s.opts.Replay != "" {
+		replay = fmt.Sprintf(s.opts.Replay, s.opts.Seed)
+	}
+	report := fmt.Sprintf("seed %d at %v: %s\nreplay: %s\nlast events:\n%s\nnodes now:\n%s",
+		s.opts.Seed, s.now, fmt.Sprintf(format, args...), replay, strings.Join(s.trace, "\n"), s.describeNodes())
 	if s.opts.Fail != nil {
 		s.failed = true
 		s.opts.Fail(report)
