@@ -146,14 +146,15 @@ func TestThreeNodeCluster(t *testing.T) {
 		t.Fatalf("controller id %d", m.ControllerID)
 	}
 
-	// A non-leader answers NOT_LEADER_OR_FOLLOWER with the leader (KIP-951).
+	// A non-leader answers NOT_LEADER_OR_FOLLOWER to Produce, Fetch and
+	// ListOffsets, with the leader to Produce and Fetch (KIP-951).
 	var elsewhere kmsg.MetadataResponseTopicPartition
 	for _, p := range m.Topics[0].Partitions {
 		if p.Leader != 1 {
 			elsewhere = p
 		}
 	}
-	checkNotLeaderHint(t, c.Brokers[0], m.Topics[0].TopicID, elsewhere)
+	checkNotLeaderHint(t, c.Brokers[0], "orders", m.Topics[0].TopicID, elsewhere)
 
 	cl := c.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produceEach(t, cl, "orders", parts, "before")
@@ -216,7 +217,7 @@ func TestThreeNodeCluster(t *testing.T) {
 
 // checkNotLeaderHint produces to p through b, which does not lead it, and
 // expects NOT_LEADER_OR_FOLLOWER naming the leader and its endpoint.
-func checkNotLeaderHint(t *testing.T, b *brokertest.Broker, topicID [16]byte, p kmsg.MetadataResponseTopicPartition) {
+func checkNotLeaderHint(t *testing.T, b *brokertest.Broker, topic string, topicID [16]byte, p kmsg.MetadataResponseTopicPartition) {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = 1, 5000
@@ -239,6 +240,56 @@ func checkNotLeaderHint(t *testing.T, b *brokertest.Broker, topicID [16]byte, p 
 	}
 	if len(pr.Brokers) != 1 || pr.Brokers[0].NodeID != p.Leader || pr.Brokers[0].Port <= 0 {
 		t.Fatalf("node endpoints %+v, want the leader %d", pr.Brokers, p.Leader)
+	}
+	checkFetchNotLeader(t, b, topic, topicID, p)
+}
+
+// checkFetchNotLeader fetches p through b, which does not lead it:
+// NOT_LEADER_OR_FOLLOWER naming the leader and its endpoint (KIP-951);
+// and ListOffsets, which has no hint, NOT_LEADER_OR_FOLLOWER.
+func checkFetchNotLeader(t *testing.T, b *brokertest.Broker, topic string, topicID [16]byte, p kmsg.MetadataResponseTopicPartition) {
+	t.Helper()
+	ctx := brokertest.Context(t, 10*time.Second)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.ReplicaID, fetch.MaxWaitMillis, fetch.MaxBytes = -1, 0, 1<<20
+	ft := kmsg.NewFetchRequestTopic()
+	ft.TopicID = topicID
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.PartitionMaxBytes = p.Partition, 1<<20
+	ft.Partitions = append(ft.Partitions, fp)
+	fetch.Topics = append(fetch.Topics, ft)
+	resp, err := b.Client().SeedBrokers()[0].Request(ctx, fetch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := resp.(*kmsg.FetchResponse)
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch through a non-leader: %+v", fr)
+	}
+	sp := fr.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != p.Leader ||
+		sp.CurrentLeader.LeaderEpoch != p.LeaderEpoch {
+		t.Fatalf("fetch of partition %d through a non-leader: error %d, current leader %+v, want %d@%d", p.Partition,
+			sp.ErrorCode, sp.CurrentLeader, p.Leader, p.LeaderEpoch)
+	}
+	if len(fr.Brokers) != 1 || fr.Brokers[0].NodeID != p.Leader || fr.Brokers[0].Port <= 0 {
+		t.Fatalf("fetch node endpoints %+v, want the leader %d", fr.Brokers, p.Leader)
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.ReplicaID = -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = topic
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Partition, lp.Timestamp = p.Partition, -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	lresp, err := b.Client().SeedBrokers()[0].Request(ctx, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lr := lresp.(*kmsg.ListOffsetsResponse); len(lr.Topics) != 1 ||
+		lr.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("ListOffsets of partition %d through a non-leader: %+v", p.Partition, lr)
 	}
 }
 
