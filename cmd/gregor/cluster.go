@@ -8,10 +8,13 @@ package main
 // admin listener.
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,6 +45,21 @@ cluster. -o json prints that document as the node answered it.`,
 	return cmd
 }
 
+// notServingYet explains a Gregor node that does not serve /v1/cluster yet
+// (it does once it has caught up with the metadata log, which needs a
+// majority of the voters running) with its /readyz; "" if base does not
+// answer /readyz as Gregor does.
+func notServingYet(ctx context.Context, base string) string {
+	status, body, err := adminGet(ctx, base, "/readyz")
+	text := strings.TrimSpace(string(body))
+	if err != nil || (status != http.StatusOK && status != http.StatusServiceUnavailable) ||
+		!(strings.HasPrefix(text, "[+]") || strings.HasPrefix(text, "[-]") || strings.HasPrefix(text, "[!]")) {
+		return ""
+	}
+	return fmt.Sprintf("the node at %s does not show the cluster yet: it does once it has caught up with the metadata "+
+		"log, which needs a majority of the voters running. Its /readyz:\n%s", base, text)
+}
+
 func runCluster(cmd *cobra.Command, f *adminFlags) error {
 	if err := f.check(); err != nil {
 		return err
@@ -55,6 +73,11 @@ func runCluster(cmd *cobra.Command, f *adminFlags) error {
 	status, body, err := adminGet(ctx, base, "/v1/cluster")
 	if err != nil {
 		return fmt.Errorf("cannot reach the admin listener at %s: %w\n%s", base, err, notGregorHint("cluster", base))
+	}
+	if status == http.StatusNotFound {
+		if why := notServingYet(ctx, base); why != "" {
+			return errors.New(why)
+		}
 	}
 	if status != http.StatusOK {
 		return fmt.Errorf("GET %s/v1/cluster: %d %s: %s\n%s", base, status, http.StatusText(status), bodyText(body),

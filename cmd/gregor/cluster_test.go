@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +54,20 @@ Node 1 is a follower in term 5: applied up to index 1500, 1500 committed; caught
 	printCluster(&b, v, now)
 	if !bytes.Contains(b.Bytes(), []byte("Metadata quorum: no leader\n")) || !bytes.Contains(b.Bytes(), []byte("    1           ?    ?  never")) {
 		t.Errorf("without a leader:\n%s", b.String())
+	}
+}
+
+// A node still waiting for a quorum has no /v1/cluster yet: `gregor
+// cluster` says so with the node's /readyz instead of a bare 404.
+func TestClusterNotServingYet(t *testing.T) {
+	a := admin.New(admin.Config{Logger: slog.New(slog.DiscardHandler)})
+	const waiting = "waiting for the metadata quorum (voters 1@127.0.0.1:9093,2@127.0.0.1:9193) to have a leader"
+	a.SetCondition("metadata", admin.NotReady, waiting)
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	c := cli{t: t}
+	_, _, err := c.exec("", true, "cluster", "--admin", srv.URL)
+	if err == nil || !strings.Contains(err.Error(), "does not show the cluster yet") || !strings.Contains(err.Error(), waiting) {
+		t.Fatalf("gregor cluster against a node without a quorum: %v", err)
 	}
 }
