@@ -50,12 +50,22 @@ type devPorts struct {
 // planDevLayout lays out n nodes: node i (from 1) listens for clients on
 // portBase+100(i-1), its CONTROLLER listener one port above, its admin
 // listener on adminBase+100(i-1), as in the README's manual start. A base of
-// 0 asks free for each port instead.
+// 0 asks free for each port instead, a different one for every listener.
 func planDevLayout(n, portBase, adminBase int, free func() (int, error)) (devLayout, error) {
 	var l devLayout
+	// free may hand out a port again once its probe listener closed: no
+	// two listeners of the cluster may get the same one.
+	taken := map[int]bool{}
 	pick := func(base, i, off int) (int, error) {
 		if base == 0 {
-			return free()
+			for range 100 {
+				p, err := free()
+				if err != nil || !taken[p] {
+					taken[p] = true
+					return p, err
+				}
+			}
+			return 0, errors.New("no free loopback port that another node's listener has not taken")
 		}
 		p := base + 100*i + off
 		if p <= 0 || p > 65535 {

@@ -27,6 +27,22 @@ func TestPlanDevLayout(t *testing.T) {
 	if err != nil || l.Nodes[1] != (devPorts{ID: 2, Client: 40004, Controller: 40005, Admin: 40006}) {
 		t.Errorf("free ports: %+v %v", l, err)
 	}
+	// The OS may hand out a port it handed out before (its probe listener
+	// is closed): every listener still gets its own.
+	seen := map[int]bool{}
+	next = 0
+	l, err = planDevLayout(3, 0, 0, func() (int, error) { next++; return 50000 + next/2, nil })
+	if err != nil || len(l.Nodes) != 3 {
+		t.Fatalf("free ports given twice: %+v %v", l, err)
+	}
+	for _, n := range l.Nodes {
+		for _, p := range []int{n.Client, n.Controller, n.Admin} {
+			if seen[p] {
+				t.Fatalf("port %d given to two listeners: %+v", p, l)
+			}
+			seen[p] = true
+		}
+	}
 	if _, err := planDevLayout(3, 65500, 9644, nil); err == nil {
 		t.Error("a layout past port 65535 was accepted")
 	}
