@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -60,13 +61,31 @@ func StartCluster(t testing.TB, n int, overrides map[string]string, overTCP bool
 
 // freeAddr is a loopback address with a port nothing listens on now.
 func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	// The OS may hand out a probed port again once the probe closed: never
+	// give one address to two listeners of this process.
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free loopback port that was not handed out before")
+	return ""
 }
+
+// handedOut are the addresses freeAddr gave out.
+var handedOut = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 // Dir is node id's data dir.
 func (c *Cluster) Dir(id int32) string { return filepath.Join(c.dir, fmt.Sprint(id)) }
