@@ -56,7 +56,8 @@ var mayImport = map[string][]string{
 	"internal/controller/placement": nil,
 	"internal/controller/election":  {"metadata"},
 	"internal/controller":           {"auth", "clock", "config", "controller/election", "controller/placement", "metadata"},
-	"internal/replica":              {"log", "logmgr", "record", "topicpart", "vfs"},
+	"internal/replica/isr":          nil,
+	"internal/replica":              {"clock", "log", "logmgr", "metadata", "record", "replica/isr", "topicpart", "vfs"},
 
 	// Coordinators: the runtime and the consumer group state machine.
 	"internal/coord": {"clock", "log", "record", "topicpart"},
