@@ -119,25 +119,32 @@ func (c *epochCache) settle(changed, persist bool) error {
 	return err
 }
 
-// assign records that epoch starts at offset, if it is newer than the latest
-// epoch, and reports whether the cache changed. The change is written by the
-// log's next sync (the cache is dirty until then).
+// assign records that epoch starts at offset (Kafka's
+// LeaderEpochFileCache.assign): nothing changes unless epoch differs from
+// the latest epoch or offset lies below its start; otherwise every tail
+// entry whose epoch is not below epoch, or whose start offset is not below
+// offset, is dropped first, so both columns stay strictly increasing (a
+// follower's append replaces an epoch it began as leader but never wrote,
+// and an epoch the new leader never saw). It reports whether the cache
+// changed; the change is written by the log's next sync (the cache is
+// dirty until then).
 func (c *epochCache) assign(epoch int32, offset int64) bool {
-	if epoch < 0 {
+	if epoch < 0 || offset < 0 {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := len(c.entries); n > 0 {
 		last := c.entries[n-1]
-		if epoch <= last.Epoch {
+		if epoch == last.Epoch && offset >= last.StartOffset {
 			return false
 		}
-		if offset < last.StartOffset {
-			// A newer epoch cannot start below an older one: drop the stale tail.
-			for len(c.entries) > 0 && c.entries[len(c.entries)-1].StartOffset >= offset {
-				c.entries = c.entries[:len(c.entries)-1]
+		for len(c.entries) > 0 {
+			e := c.entries[len(c.entries)-1]
+			if e.Epoch < epoch && e.StartOffset < offset {
+				break
 			}
+			c.entries = c.entries[:len(c.entries)-1]
 		}
 	}
 	c.entries = append(c.entries, EpochEntry{epoch, offset})

@@ -648,6 +648,9 @@ func (l *Log) AssignLeaderEpoch(epoch int32) error {
 	if err := l.writableLocked(); err != nil {
 		return err
 	}
+	if latest, ok := l.epochs.latest(); ok && epoch <= latest.Epoch {
+		return nil
+	}
 	l.epochs.assign(epoch, l.leo.Load())
 	return nil
 }

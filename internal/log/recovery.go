@@ -478,8 +478,12 @@ func (l *Log) scanSegment(s *segment, limit int64, validate bool, epochsChanged 
 		if err := l.indexBatch(s, &h, pos); err != nil {
 			return false, err
 		}
-		if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
-			*epochsChanged = true
+		// Recovery only adds newer epochs (Kafka's LogSegment.recover); the
+		// cache is cut at the recovered log end afterwards.
+		if latest, ok := l.epochs.latest(); !ok || h.LeaderEpoch > latest.Epoch {
+			if l.epochs.assign(h.LeaderEpoch, h.BaseOffset) {
+				*epochsChanged = true
+			}
 		}
 		s.nextOffset = h.NextOffset()
 		pos += int64(h.Size())

@@ -264,8 +264,12 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: cannot truncate to %d", ErrOffsetOutOfRange, offset)
 	}
-	if offset >= l.leo.Load() {
-		return nil
+	if leo := l.leo.Load(); offset >= leo {
+		// Nothing to cut, but an epoch this replica began as leader and
+		// never wrote may start at the log end (Kafka's truncateTo trims the
+		// cache here too): left in place, a follower would keep naming it
+		// as its last fetched epoch, which its leader never had.
+		return l.epochs.truncateFromEnd(leo, true)
 	}
 	var err error
 	if segs := l.segments(); offset < segs[0].baseOffset {
@@ -319,6 +323,31 @@ func (l *Log) truncateToLocked(offset int64) error {
 		return err
 	}
 	l.logger.Info("truncated log", "dir", l.dir, "log_end_offset", leo)
+	return nil
+}
+
+// TruncateFullyAndStartAt empties the log and restarts it at offset, which
+// may lie past the log end offset (Kafka's truncateFullyAndStartAt: a
+// follower whose leader's log starts beyond everything it holds). The log
+// start offset, high watermark and log end offset become offset.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("%w: cannot restart the log at %d", ErrOffsetOutOfRange, offset)
+	}
+	if err := l.truncateFullyLocked(offset); err != nil {
+		return l.ioErr(err)
+	}
+	l.hw.Store(offset)
+	l.durable.Store(offset)
+	l.producers = newProducerState()
+	l.logger.Info("truncated log fully", "dir", l.dir, "log_start_offset", offset)
 	return nil
 }
 
