@@ -12,9 +12,10 @@ import (
 // it to the active controller, which starts (replicas given) or cancels
 // (null replicas) each partition's reassignment. v1's
 // AllowReplicationFactorChange (KIP-860) may forbid changing the number of
-// replicas; v0 allows it. Until replication (#15), a partition keeps at
-// most one replica, so moving it to another broker is all a reassignment
-// can do; the data does not follow yet (the new replica starts empty).
+// replicas; v0 allows it. The replicas being added fetch from the leader
+// and join the ISR once caught up; the controller then completes the
+// reassignment, and the brokers of the replicas it removed delete their
+// logs.
 func init() {
 	register(kmsg.AlterPartitionAssignments.Int16(), 0, 1, handleForwarded)
 	registerController(kmsg.AlterPartitionAssignments.Int16(), 0, 1, controllerAlterReassignments)

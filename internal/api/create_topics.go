@@ -23,8 +23,8 @@ import (
 // result per name, after the others), and __cluster_metadata with
 // INVALID_REQUEST too. Kafka's internal topic names (__consumer_offsets,
 // __transaction_state, __share_group_state) may be created by clients, as
-// in Kafka, and are internal. The replication factor is at most 1 until
-// replication (#15): more is INVALID_REPLICATION_FACTOR saying so.
+// in Kafka, and are internal. A replication factor above the number of
+// unfenced brokers is INVALID_REPLICATION_FACTOR, as in Kafka.
 // ValidateOnly checks everything and creates nothing; like Kafka it still
 // answers with a fresh topic id. v5+ answers with the new topic's effective
 // configs (the controller's broker configs under the topic's overrides),

@@ -86,7 +86,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 	}{
 		{"exists", "exists", 1, 1, nil, kerr.TopicAlreadyExists, "Topic 'exists' already exists."},
 		{"rf 3", "t", 1, 3, nil, kerr.InvalidReplicationFactor,
-			"Replication factor 3 is not supported yet: Gregor keeps at most 1 replica(s) of a partition until replication (issue #15) is implemented"},
+			"Unable to replicate the partition 3 time(s): The target replication factor of 3 cannot be reached because only 1 broker(s) are registered."},
 		{"rf 0", "t", 1, 0, nil, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value."},
 		{"rf -2", "t", 1, -2, nil, kerr.InvalidReplicationFactor, ""},
 		{"0 partitions", "t", 0, 1, nil, kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value."},

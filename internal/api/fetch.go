@@ -61,6 +61,9 @@ type fetchPart struct {
 	// wait for (a consumer of a deleted topic and a live one is not sent
 	// back at once, again and again).
 	unknown bool
+	// diverging is where the fetcher's log diverged from this leader's
+	// (KIP-320): answered at once, with no records.
+	diverging *replica.EpochEndOffset
 }
 
 func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -76,7 +79,8 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 		session.Lock()
 		resp.SessionID = session.ID
 	}
-	op := &fetchOp{h: h, req: req, FetchResponse: resp, session: session, incremental: incremental, listener: r.Conn.Listener}
+	op := &fetchOp{h: h, req: req, FetchResponse: resp, session: session, incremental: incremental, listener: r.Conn.Listener,
+		follower: isFollower(req)}
 	defer op.releaseOnPanic()
 	op.resolve(h.authz(r))
 
@@ -92,7 +96,7 @@ func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Respo
 	}
 	// Register before reading again so no append between the read and the
 	// wait goes unnoticed.
-	op.waiter = h.d.Replicas.NewWaiter(op.hosted)
+	op.waiter = h.d.Replicas.NewFetchWaiter(op.hosted, op.follower)
 	if resp, done := op.poll(); done {
 		return resp, nil
 	}
@@ -123,6 +127,9 @@ type fetchOp struct {
 	deadline time.Time
 	waiter   *replica.Waiter
 	out      []fetchResult
+	// follower: a replica sent the fetch; recorded: its fetch state was
+	// recorded (on the first read).
+	follower, recorded bool
 }
 
 // resolve applies the request's partitions to its session and finds each
@@ -138,6 +145,10 @@ func (op *fetchOp) resolve(z authz) {
 				Key:         replica.SessionKey{Topic: rt.Topic, TopicID: rt.TopicID, Partition: rp.Partition},
 				FetchOffset: rp.FetchOffset, MaxBytes: rp.PartitionMaxBytes,
 				CurrentLeaderEpoch: rp.CurrentLeaderEpoch, LastFetchedEpoch: rp.LastFetchedEpoch,
+				LogStartOffset: rp.LogStartOffset, HighWatermark: -1,
+			}
+			if req.Version >= 18 {
+				sp.HighWatermark = rp.HighWatermark
 			}
 			if byID {
 				sp.Key.Topic = ""
@@ -192,6 +203,10 @@ func (op *fetchOp) resolve(z authz) {
 		if fp.err == nil {
 			if fp.hosted, fp.err = h.partition(fp.name, sp.Key.Partition); fp.err == nil {
 				fp.err = checkLeaderEpoch(fp.hosted, sp.CurrentLeaderEpoch)
+				if fp.err == nil && req.Version >= 12 {
+					// Checked before reading, as Kafka's readRecords does.
+					fp.diverging, fp.err = fp.hosted.DivergingEpoch(sp.LastFetchedEpoch, sp.FetchOffset)
+				}
 				op.hosted = append(op.hosted, fp.hosted)
 			}
 		}
@@ -226,8 +241,14 @@ func (op *fetchOp) poll() (kmsg.Response, bool) {
 	h := op.h
 	out, bytes, anyErr := h.readFetch(op.req, op.maxBytes, op.parts)
 	op.out = out
+	if op.follower && !op.recorded {
+		// Kafka's updateFollowerFetchState, on the first read only.
+		op.recorded = true
+		anyErr = h.followerFetched(op.req, op.parts, out) || anyErr
+	}
 	done := bytes >= op.minBytes || anyErr || op.maxWait <= 0 || len(op.hosted) == 0 ||
-		!h.d.Clock.Now().Before(op.deadline) || h.d.Replicas.Closing()
+		!h.d.Clock.Now().Before(op.deadline) || h.d.Replicas.Closing() ||
+		(op.follower && h.followerNeedsHighWatermark(op.req, op.parts))
 	if !done {
 		return nil, false
 	}
@@ -270,6 +291,52 @@ func (op *fetchOp) releaseOnPanic() {
 
 // isFollower reports whether a replica (not a consumer) sent req.
 func isFollower(req *kmsg.FetchRequest) bool { return req.ReplicaID >= 0 || req.ReplicaState.ID >= 0 }
+
+// replicaOf is the fetching replica's broker id and epoch (v15+:
+// ReplicaState; before, ReplicaId and no epoch).
+func replicaOf(req *kmsg.FetchRequest) (int32, int64) {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	return req.ReplicaID, -1
+}
+
+// followerFetched records a follower's fetch on each partition it read
+// (Kafka's updateFollowerFetchState, on the first read of a request only);
+// a refused fetch becomes that partition's error. It reports whether any
+// was refused.
+func (h *Handler) followerFetched(req *kmsg.FetchRequest, parts []fetchPart, out []fetchResult) bool {
+	id, epoch := replicaOf(req)
+	refused := false
+	for i := range parts {
+		fp, res := &parts[i], &out[i]
+		if fp.err != nil || fp.diverging != nil || fp.hosted == nil {
+			continue
+		}
+		err := h.d.Replicas.FollowerFetched(fp.hosted, replica.FollowerFetch{ReplicaID: id, BrokerEpoch: epoch,
+			FetchOffset: fp.sp.FetchOffset, LogStart: fp.sp.LogStartOffset, LeaderLEO: res.leo,
+			CurrentLeaderEpoch: fp.sp.CurrentLeaderEpoch})
+		if err != nil {
+			fp.err, res.err = err, err
+			res.records, res.body, res.size = nil, log.Span{}, 0
+			refused = true
+		}
+	}
+	return refused
+}
+
+// followerNeedsHighWatermark: a caught-up follower's fetch is answered when
+// a partition's high watermark passed what it was last sent.
+func (h *Handler) followerNeedsHighWatermark(req *kmsg.FetchRequest, parts []fetchPart) bool {
+	id, _ := replicaOf(req)
+	for i := range parts {
+		fp := &parts[i]
+		if fp.err == nil && fp.hosted != nil && fp.hosted.FollowerNeedsHighWatermark(id, fp.sp.FetchOffset, fp.sp.HighWatermark) {
+			return true
+		}
+	}
+	return false
+}
 
 // fetchSession applies KIP-227's session rules to the request; a new
 // session the cache has no room for leaves the fetch sessionless.
@@ -314,6 +381,9 @@ func (h *Handler) fetchSession(req *kmsg.FetchRequest) (*replica.Session, bool, 
 type fetchResult struct {
 	err               error
 	hw, lso, logStart int64
+	// leo is the log end offset before the read (a follower's progress is
+	// measured against it).
+	leo int64
 	// records are a small record set read at once; body a large one, to be
 	// read while the response is written; size is the bytes of either.
 	records []byte
@@ -348,8 +418,13 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, maxBytes int32, parts []fetc
 			continue
 		}
 		l := fp.hosted.Log
+		res.leo = l.LogEndOffset()
 		res.hw, res.logStart = l.HighWatermark(), l.LogStartOffset()
 		res.lso = l.LastStableOffset()
+		if fp.diverging != nil {
+			anyErr = true // answered at once, with no records (Kafka's fetchMessages)
+			continue
+		}
 		bound := res.hw
 		switch {
 		case follower:
@@ -439,6 +514,13 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 		p.Partition = fp.key.Partition
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = res.hw, res.lso, res.logStart
 		p.PreferredReadReplica = -1
+		if fp.diverging != nil {
+			p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = fp.diverging.Epoch, fp.diverging.EndOffset
+		}
+		if !consumer && res.err == nil && fp.hosted != nil {
+			id, _ := replicaOf(req)
+			fp.hosted.SentHighWatermark(id, res.hw)
+		}
 		if res.err != nil {
 			p.ErrorCode = errCode(h.d.Logger, res.err)
 			if req.Version >= 12 && hints.wants(p.ErrorCode) {

@@ -17,7 +17,10 @@ import (
 // high watermark for read_uncommitted, the last stable offset for
 // read_committed), -3 the record with the largest timestamp, -4 earliest
 // local (the log start offset: Gregor has no tiered storage), -5 latest
-// tiered and -6 earliest pending upload (no tiered storage: -1). A timestamp
+// tiered and -6 earliest pending upload (no tiered storage: -1). A client
+// asking a new leader whose high watermark is still below where its leader
+// epoch began gets OFFSET_NOT_AVAILABLE (but for the earliest offsets), so
+// "latest" never goes backwards across a leader change. A timestamp
 // >= 0 finds the first record at or after it; an answer at or beyond the
 // fetchable bound (HW or LSO) is "none" (-1), as in Kafka.
 func init() { register(kmsg.ListOffsets.Int16(), 1, 11, handleListOffsets) }
@@ -76,6 +79,14 @@ func (h *Handler) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg
 		return err
 	}
 	l := p.Log
+	if leso := p.LeaderEpochStartOffset(); req.ReplicaID == -1 && leso > l.HighWatermark() &&
+		rp.Timestamp != listEarliest && rp.Timestamp != listEarliestLocal {
+		// A new leader whose high watermark has not yet reached where its
+		// epoch began might answer an offset below one already served
+		// (Kafka's fetchOffsetForTimestamp).
+		return fmt.Errorf("%w: the high watermark %d has not reached the leader epoch's start offset %d yet",
+			kerr.OffsetNotAvailable, l.HighWatermark(), leso)
+	}
 	bound := l.HighWatermark()
 	if req.IsolationLevel == 1 {
 		bound = l.LastStableOffset()

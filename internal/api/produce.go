@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,7 +17,13 @@ import (
 )
 
 // Produce, versions 3-13 (Kafka 4.2; v0-v2 were removed in Kafka 4.0).
-// acks 0, 1 and -1 (all). Each partition's records must be exactly one v2
+// acks 0, 1 and -1 (all): acks=1 is answered once the leader holds the
+// batch (fsynced under gregor.ack.fsync), acks=all once the high watermark
+// passes it, with NOT_ENOUGH_REPLICAS (nothing appended) when the ISR is
+// below min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND when it
+// shrinks below while the produce waits, NOT_LEADER_OR_FOLLOWER when the
+// leadership moves and REQUEST_TIMED_OUT after TimeoutMillis (package
+// replica). Each partition's records must be exactly one v2
 // batch. v13 names topics by id. Record-level errors (v8+) are returned for
 // INVALID_RECORD and INVALID_TIMESTAMP, as Kafka does. The error message
 // (v8+) is what Kafka would say; an UNKNOWN_SERVER_ERROR's details stay in
@@ -127,7 +134,8 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 			waits = append(waits, waiting{ti, pi, name, pend})
 		}
 	}
-	pend := &pendingProduce{ProduceResponse: resp, h: h, fail: fail, names: names, hints: hints}
+	pend := &pendingProduce{ProduceResponse: resp, h: h, fail: fail, names: names, hints: hints,
+		timeout: time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond}
 	for _, w := range waits {
 		if w.pend.Durable() {
 			continue
@@ -161,6 +169,9 @@ type pendingProduce struct {
 	names []string
 	hints *leaderHints
 	waits []waiting
+	// timeout bounds an acks=all wait for the high watermark (Kafka's
+	// DelayedProduce), then REQUEST_TIMED_OUT.
+	timeout time.Duration
 }
 
 // waiting is an appended partition of a produce request and where its
@@ -172,14 +183,18 @@ type waiting struct {
 }
 
 // Finish waits for every partition's fsync (all started when the batches
-// were appended) and answers the ones that failed with their error, as
-// KAFKA_STORAGE_ERROR: nothing after a failed fsync is acknowledged.
-func (p *pendingProduce) Finish(context.Context) (kmsg.Response, error) {
+// were appended), and for acks=all for its high watermark, and answers the
+// ones that failed with their error: KAFKA_STORAGE_ERROR (nothing after a
+// failed fsync is acknowledged), NOT_LEADER_OR_FOLLOWER,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT.
+func (p *pendingProduce) Finish(ctx context.Context) (kmsg.Response, error) {
 	pends := make([]*replica.Pending, len(p.waits))
 	for i, w := range p.waits {
 		pends[i] = w.pend
 	}
-	for i, err := range p.h.d.Replicas.Await(pends) {
+	wctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	for i, err := range p.h.d.Replicas.AwaitContext(wctx, pends) {
 		if err != nil {
 			w := p.waits[i]
 			sp := &p.Topics[w.ti].Partitions[w.pi]

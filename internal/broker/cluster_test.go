@@ -365,8 +365,8 @@ func TestClusterControllerOverTCP(t *testing.T) {
 			return nil
 		})
 	}
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "rf3"); !errors.Is(err, kerr.InvalidReplicationFactor) {
-		t.Fatalf("replication factor 3: %v", err)
+	if _, err := adm.CreateTopic(ctx, 1, 4, nil, "rf4"); !errors.Is(err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("replication factor 4 on 3 nodes: %v", err)
 	}
 }
 

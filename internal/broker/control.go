@@ -42,7 +42,7 @@ func (b *Broker) openNode(cfg *config.Broker) error {
 		l.Voters[l.NodeID] = ln.Addr().String()
 	}
 	b.node, err = cluster.OpenNode(cluster.NodeConfig{FS: b.o.FS, MetadataLogDir: b.dirs.MetadataDir, Layout: l,
-		ClusterID: b.dirs.ClusterID, Broker: b.static, Clock: b.o.Clock, Logger: b.logger, MaxReplicationFactor: maxReplicationFactor,
+		ClusterID: b.dirs.ClusterID, Broker: b.static, Clock: b.o.Clock, Logger: b.logger,
 		LocalIncarnation: b.incarnation, Dial: dial(b.o.DialRaft)})
 	if err != nil {
 		ln.Close()

@@ -11,10 +11,6 @@ import (
 	"github.com/gregor-broker/gregor/internal/metadata"
 )
 
-// maxReplicationFactor is the most replicas a partition may have until
-// replication (#15): the controller refuses more.
-const maxReplicationFactor = 1
-
 // internalTopic is a topic the broker creates by itself on first use, as
 // its broker configs describe it.
 type internalTopic struct {
@@ -62,7 +58,7 @@ func transactionStateTopicSpec(b *config.Broker) group.TopicSpec {
 // COORDINATOR_NOT_AVAILABLE, or NOT_ENOUGH_REPLICAS, for ever. The checks
 // are the controller's that do not depend on the cluster's state: the
 // topic's configs, its partition count, a replication factor no cluster of
-// this one's voters can reach (nodes) or that Gregor does not keep yet. An
+// this one's voters can reach (nodes). An
 // internal topic that exists keeps the configs it was created with, as in
 // Kafka, so the broker configs that derive it no longer matter.
 func checkInternalTopics(b *config.Broker, im *metadata.Image, nodes int) error {
@@ -79,8 +75,7 @@ func checkInternalTopics(b *config.Broker, im *metadata.Image, nodes int) error 
 }
 
 func checkCreatable(b *config.Broker, spec group.TopicSpec, nodes int) error {
-	tc, err := config.ResolveTopic(b, spec.Configs)
-	if err != nil {
+	if _, err := config.ResolveTopic(b, spec.Configs); err != nil {
 		return err
 	}
 	rf := int(spec.ReplicationFactor)
@@ -91,12 +86,6 @@ func checkCreatable(b *config.Broker, spec group.TopicSpec, nodes int) error {
 		return fmt.Errorf("replication factor %d is not positive", rf)
 	case rf > nodes:
 		return fmt.Errorf("the replication factor of %d cannot be reached: the cluster has %d node(s)", rf, nodes)
-	case rf > maxReplicationFactor:
-		return fmt.Errorf("the replication factor of %d cannot be reached: Gregor keeps at most %d replica(s) of a partition "+
-			"until replication (issue #15) is implemented", rf, maxReplicationFactor)
-	case int(tc.MinInsyncReplicas) > rf:
-		return fmt.Errorf("min.insync.replicas %d is above its replication factor %d, so no write to it could ever be acknowledged",
-			tc.MinInsyncReplicas, rf)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/metadata"
-	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
@@ -21,6 +20,7 @@ import (
 // following the leaderships of __consumer_offsets. d nil: compare prev and
 // next whole. It runs on the publisher's goroutine, one image at a time.
 func (b *Broker) Publish(prev, next *metadata.Image, d *metadata.Delta) {
+	b.replicas.SetImage(next)
 	configsChanged := d == nil || d.Configs[metadata.ConfigResource{Type: metadata.ResourceBroker}] ||
 		d.Configs[metadata.ConfigResource{Type: metadata.ResourceBroker, Name: fmt.Sprint(b.layout.NodeID)}]
 	if configsChanged {
@@ -124,15 +124,13 @@ func (b *Broker) applyPartition(next *metadata.Image, t *metadata.TopicImage, p 
 	if part, ok := b.replicas.Get(tp); ok && part.TopicID != t.ID {
 		b.dropPartition(tp) // an earlier topic of that name
 	}
-	role := replica.Role{Leader: pi.Leader == self, LeaderID: pi.Leader, LeaderEpoch: pi.LeaderEpoch,
-		PartitionEpoch: pi.PartitionEpoch, Replicas: int32(len(pi.Replicas)), ISR: int32(len(pi.ISR))}
 	tc := b.resolveTopic(next, t.Name)
-	if _, err := b.replicas.HostAs(tp, t.ID, LogConfig(tc, b.Config()), tc.MinInsyncReplicas, role); err != nil {
+	if _, err := b.replicas.Assign(tp, t.ID, LogConfig(tc, b.Config()), tc.MinInsyncReplicas, pi); err != nil {
 		b.logger.Error("hosting partition failed", "partition", tp, "err", err)
 		return
 	}
 	if t.Name == group.OffsetsTopic {
-		b.followCoordinator(p, role.Leader)
+		b.followCoordinator(p, pi.Leader == self)
 	}
 }
 

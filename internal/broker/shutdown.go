@@ -49,6 +49,10 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 			// No partition is hosted or dropped once the logs close.
 			b.node.StopPublishing()
 		}
+		if b.replicas != nil {
+			// Nor fetched into, nor its ISR changed.
+			b.replicas.StopReplication()
+		}
 		logsClosed := false
 		if b.logs != nil {
 			if err := b.logs.Close(); err != nil {

@@ -42,12 +42,8 @@ func TestStartRefusesInternalTopicConfigsThatCanNeverWork(t *testing.T) {
 			[]string{"__consumer_offsets", "offsets.topic.segment.bytes=1000", "Value must be at least 1048576", "no consumer group"}},
 		{map[string]string{"offsets.topic.replication.factor": "3"},
 			[]string{"__consumer_offsets", "offsets.topic.replication.factor=3", "cannot be reached"}},
-		{map[string]string{"min.insync.replicas": "2"},
-			[]string{"__consumer_offsets", "min.insync.replicas=2", "above its replication factor 1"}},
 		{map[string]string{"transaction.state.log.segment.bytes": "4096"},
 			[]string{"__transaction_state", "transaction.state.log.segment.bytes=4096", "Value must be at least 1048576"}},
-		{map[string]string{"transaction.state.log.min.isr": "2"},
-			[]string{"__transaction_state", "transaction.state.log.min.isr=2", "above its replication factor 1"}},
 		{map[string]string{"transaction.state.log.replication.factor": "3", "transaction.state.log.min.isr": "2"},
 			[]string{"__transaction_state", "transaction.state.log.replication.factor=3", "cannot be reached"}},
 	} {
@@ -76,5 +72,14 @@ func TestStartWithExistingOffsetsTopicIgnoresItsDerivedConfigs(t *testing.T) {
 	b.Stop()
 	if err := startErr(t, dir, map[string]string{"offsets.topic.segment.bytes": "1000"}); err != nil {
 		t.Fatalf("restart with an existing __consumer_offsets: %v", err)
+	}
+}
+
+// min.insync.replicas above an internal topic's replication factor counts
+// as the replication factor (Kafka's effectiveMinIsr), so the broker starts
+// and the topic takes acks=all writes.
+func TestStartWithMinISRAboveInternalReplicationFactor(t *testing.T) {
+	if err := startErr(t, t.TempDir(), map[string]string{"min.insync.replicas": "2", "transaction.state.log.min.isr": "2"}); err != nil {
+		t.Fatalf("start: %v", err)
 	}
 }

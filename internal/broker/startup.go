@@ -59,6 +59,7 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 		b.onLogDirChange(st, nil)
 	}
 	b.replicas = replica.New(b.logs, cfg.Bool("gregor.ack.fsync"), b.logger)
+	b.startReplication(cfg)
 	b.groups = group.NewCoordinator(group.Options{Replicas: b.replicas, Topics: groupTopics{b}, Config: b.Config,
 		Clock: b.o.Clock, Logger: b.logger})
 	b.sessions = replica.NewSessionCache(int(cfg.Int("max.incremental.fetch.session.cache.slots")), b.o.Clock.Now)

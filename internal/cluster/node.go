@@ -35,10 +35,8 @@ type NodeConfig struct {
 	Broker *config.Broker
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// MaxReplicationFactor and LocalIncarnation go to the controller (see
-	// controller.Config).
-	MaxReplicationFactor int
-	LocalIncarnation     [16]byte
+	// LocalIncarnation goes to the controller (see controller.Config).
+	LocalIncarnation [16]byte
 	// OnElection hears of every unclean or last-known-leader election the
 	// controller made (metrics).
 	OnElection func(controller.Election)
@@ -124,7 +122,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	}
 	late := &lateProposer{}
 	shell := controller.NewShell(controller.ShellConfig{
-		Core: controller.Config{NodeID: l.NodeID, Broker: cfg.Broker, MaxReplicationFactor: cfg.MaxReplicationFactor,
+		Core: controller.Config{NodeID: l.NodeID, Broker: cfg.Broker,
 			LocalIncarnation: cfg.LocalIncarnation, Logger: cfg.Logger.With("component", "controller")},
 		Clock: cfg.Clock, Proposer: late, OnElection: cfg.OnElection,
 	}, metadata.Empty())

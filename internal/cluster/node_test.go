@@ -86,7 +86,7 @@ func (c *testCluster) open(id int32) {
 	c.lns[id] = nil // the node's transport owns it now
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	n, err := OpenNode(NodeConfig{FS: vfs.Default, MetadataLogDir: c.nodeDir(id), ClusterID: c.id, Broker: b, Logger: logger,
-		Layout: &Layout{NodeID: id, Voters: c.voters, ExplicitVoters: true}, MaxReplicationFactor: 1})
+		Layout: &Layout{NodeID: id, Voters: c.voters, ExplicitVoters: true}})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -483,7 +483,7 @@ func (sm *ctrlSM) Restore(id quorum.EntryID, data []byte) error {
 	if sm.n.core == nil {
 		n, w := sm.n, sm.w
 		var topicSeq uint32
-		sm.n.core = controller.New(controller.Config{NodeID: n.id, Broker: w.broker, MaxReplicationFactor: 1,
+		sm.n.core = controller.New(controller.Config{NodeID: n.id, Broker: w.broker,
 			Rand: rand.New(rand.NewPCG(w.seed, uint64(n.id)<<32|uint64(n.inc))),
 			NewTopicID: func() metadata.TopicID {
 				topicSeq++

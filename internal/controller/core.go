@@ -29,9 +29,6 @@ type Config struct {
 	WriteTimeout time.Duration
 	// MaxBatchOps bounds the requests written in one entry. Default 64.
 	MaxBatchOps int
-	// MaxReplicationFactor, when positive, refuses topics and partitions
-	// with more replicas (INVALID_REPLICATION_FACTOR).
-	MaxReplicationFactor int
 	// LocalIncarnation is the incarnation of the broker in this node's own
 	// process (combined mode; zero: none). Its registration replaces an
 	// earlier incarnation of this node at once, valid session or not, when

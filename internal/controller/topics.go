@@ -110,7 +110,7 @@ func (w *write) manualAssignments(ct CreatableTopic) ([][]int32, [][]int32, erro
 	if err := checkPartitionLimit(int32(len(out))); err != nil {
 		return nil, nil, err
 	}
-	return out, outISR, w.c.checkReplicationFactor(rf)
+	return out, outISR, nil
 }
 
 // placeNewTopic places a topic's partitions with the striped placer over the
@@ -129,9 +129,6 @@ func (c *Core) placeNewTopic(w *write, ct CreatableTopic) ([][]int32, [][]int32,
 	if err := checkPartitionLimit(int32(n)); err != nil {
 		return nil, nil, err
 	}
-	if err := c.checkReplicationFactor(rf); err != nil {
-		return nil, nil, err
-	}
 	assignments, err := placement.Place(c.cfg.Rand, w.placementBrokers(), nil, n, rf)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: Unable to replicate the partition %d time(s): %s", kerr.InvalidReplicationFactor, rf, kafkaText(err))
@@ -148,15 +145,6 @@ func (c *Core) placeNewTopic(w *write, ct CreatableTopic) ([][]int32, [][]int32,
 func errAllFenced(rf int) error {
 	return fmt.Errorf("%w: Unable to replicate the partition %d time(s): All brokers are currently fenced or in controlled shutdown.",
 		kerr.InvalidReplicationFactor, rf)
-}
-
-// checkReplicationFactor enforces Config.MaxReplicationFactor.
-func (c *Core) checkReplicationFactor(rf int) error {
-	if c.cfg.MaxReplicationFactor > 0 && rf > c.cfg.MaxReplicationFactor {
-		return fmt.Errorf("%w: Replication factor %d is not supported yet: Gregor keeps at most %d replica(s) of a partition "+
-			"until replication (issue #15) is implemented", kerr.InvalidReplicationFactor, rf, c.cfg.MaxReplicationFactor)
-	}
-	return nil
 }
 
 // kafkaText is an error's message without its Kafka error name.

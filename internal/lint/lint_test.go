@@ -75,7 +75,7 @@ var mayImport = map[string][]string{
 	"internal/server":  {"bufpool"},
 	"internal/kclient": nil,
 	"internal/api": {"auth", "bufpool", "clock", "config", "controller", "group", "kclient", "log", "logmgr", "metadata",
-		"quorum", "record", "replica", "server", "topicpart"},
+		"quorum", "record", "replica", "replica/isr", "server", "topicpart"},
 
 	// The admin HTTP listener and the read model it shows.
 	"internal/admin":             {"cleaner", "config"},

@@ -1,8 +1,10 @@
 // Package replica routes produce and fetch to the partitions this broker
-// hosts (Kafka's ReplicaManager) and owns the high watermark.
+// hosts (Kafka's ReplicaManager and Partition), owns the high watermark, and
+// replicates: followers fetch from their leaders, leaders track their
+// followers and keep the ISR with the controller.
 //
 // Roles: each hosted partition has the Role the metadata image gives it
-// (HostAs, SetRole; the broker applies every published metadata image):
+// (Assign, from every published image; HostAs and Host for sole replicas):
 // leader, or follower of LeaderID (no leader: -1), with the leader epoch,
 // partition epoch and the sizes of the replica set and ISR. Only the
 // leader takes client and coordinator appends; anything else answers
@@ -10,14 +12,70 @@
 // lock from the check to the write, and a role change its write lock, so no
 // record is written under an epoch the partition has left; becoming leader
 // in a new epoch starts that epoch at the log end in the epoch cache
-// (Kafka's makeLeader). Followers fetch nothing yet: replication (#15)
-// adds the fetchers, and partitions keep one replica until then.
+// (Kafka's makeLeader). An assignment from an older partition epoch than the
+// one applied is ignored.
 //
-// The high watermark is the leader's durable log end offset when gregor.ack.fsync is
-// on (so a consumer never sees a record a crash could take back) and the log
-// end offset otherwise. An acks=1 or acks=all produce returns once the high
-// watermark covers its batch; with fsync on that costs one group-committed
-// fdatasync shared by every concurrent producer of the partition.
+// # Replication (design §2: Kafka 4.2's ISR protocol)
+//
+// Leader. A leader of several replicas keeps its ISR state in an
+// isr.Leader (package isr: the pure state machine; see its doc for the
+// rules): followers' log end offsets and caught-up times from their
+// fetches, the committed ISR and at most one pending change, the maximal
+// ISR. A follower's fetch is checked for divergence before reading
+// (DivergingEpoch: KIP-320), reads up to the log end offset, then records
+// the follower's progress (FollowerFetched), which may propose adding it to
+// the ISR. The isr-expiration task (every replica.lag.time.max.ms/2)
+// proposes removing lagging followers. Proposals go to the active
+// controller through the AlterPartition queue (alterpartition.go, Kafka's
+// AlterPartitionManager: batched, one request in flight, retried); answers
+// and later metadata settle them. The high watermark is the minimum over
+// the maximal ISR of the followers' log end offsets and the leader's own
+// durable log end offset (its log end offset without gregor.ack.fsync),
+// and it moves only while the committed ISR has at least the effective
+// min.insync.replicas (min(min.insync.replicas, replicas), KAFKA-15583).
+// Appends wake parked follower fetches; a high watermark rise wakes
+// consumers' fetches, and a caught-up follower's whose own high watermark
+// (Fetch v18's, KIP-1166, or the one last sent) is behind.
+//
+// Follower. A follower is fetched by one of num.replica.fetchers fetchers
+// per leader (fetcher.go, Kafka's ReplicaFetcherThread) through a
+// LeaderEndpoint (the api layer's Fetch v18 with ReplicaState{ReplicaId,
+// ReplicaEpoch = broker epoch}, CurrentLeaderEpoch, LastFetchedEpoch and
+// LogStartOffset). A new leader or leader epoch restarts its fetch from the
+// log end offset with the latest epoch of its cache; the leader answers a
+// divergence, and the follower truncates where its log last agrees
+// (truncationFor, Kafka's getOffsetTruncationState; OffsetForLeaderEpoch
+// when it must ask again; a log without epochs truncates to its high
+// watermark). Records are appended as they are (OriginReplication) under
+// the role's read lock for the epoch they were fetched in, so nothing lands
+// after the partition moved on; an answer whose partition was truncated or
+// re-added meanwhile is dropped. Under gregor.ack.fsync every partition
+// appended to is fsynced before the next fetch, so a follower's fetch
+// offset, which the leader counts into the high watermark, is durable.
+// Then the follower takes the leader's high watermark (bounded by its own
+// log end offset) and log start offset. OFFSET_OUT_OF_RANGE truncates to
+// a leader log that ends below (an unclean election) or restarts at one
+// that starts past the follower's end; FENCED_LEADER_EPOCH parks the
+// partition until newer metadata; other errors back off
+// replica.fetch.backoff.ms. A truncation lowers the cleaner's checkpoint
+// (ReplicationConfig.OnTruncate).
+//
+// Acknowledgements (acks.go): acks=1 is answered once the leader holds the
+// batch (fsynced under gregor.ack.fsync); acks=all once the high watermark
+// passes it (Kafka's DelayedProduce, with no goroutine of its own: whoever
+// moves the high watermark answers it), NOT_ENOUGH_REPLICAS before appending
+// when the committed ISR is below the effective min.insync.replicas,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the maximal ISR is below it as the
+// high watermark passes, or as soon as the committed ISR shrinks below it
+// while the produce waits (Kafka lets it time out instead; both are
+// indeterminate), NOT_LEADER_OR_FOLLOWER when the leadership moves, and
+// REQUEST_TIMED_OUT when the request's timeout ends first.
+//
+// A sole replica's high watermark is its durable log end offset when
+// gregor.ack.fsync is on (so a consumer never sees a record a crash could
+// take back) and its log end offset otherwise; the fsync an acknowledgement
+// waits for is one group-committed fdatasync shared by every concurrent
+// producer of the partition.
 // AppendNoWait starts that fsync on its own goroutine as soon as the batch
 // is written, and Await waits for all of a request's partitions, so the
 // partitions of one produce request sync concurrently and each one's sync
@@ -58,9 +116,9 @@
 // gauges).
 //
 // Replication state: ReplicaState gives a partition's leadership, replica
-// set and ISR sizes (from its Role) and min.insync.replicas; its
-// UnderMinISR is both the NOT_ENOUGH_REPLICAS check of acks=all appends and
-// the UnderMinIsrPartitionCount gauge.
+// set and committed ISR sizes (from its Role) and the effective
+// min.insync.replicas; its UnderMinISR is both the NOT_ENOUGH_REPLICAS check
+// of acks=all appends and the UnderMinIsrPartitionCount gauge.
 //
 // Metrics (metrics.go): TopicMetrics are Kafka's BrokerTopicMetrics
 // counters. Appends count bytes in, messages in (a duplicate idempotent
@@ -71,7 +129,10 @@
 // are timed into kafka_log_logflushstats_logflushrateandtimems.
 //
 // Concurrency: the partition map is guarded by mu; each Partition's role by
-// its roleMu (read-held across an append) and its waiters by its own mutex
-// (notify signals under it and never blocks); logs are safe for concurrent
-// use.
+// its roleMu (read-held across an append), its ISR state by replMu (taken
+// after roleMu, never before), its waiters and acks=all waiters by its own
+// mutex (notify signals under it and never blocks); logs are safe for
+// concurrent use. Goroutines (StartReplication to StopReplication): one per
+// fetcher, the AlterPartition queue's, and the isr-expiration task; the
+// fsyncs of a fetch round run concurrently, eight at a time.
 package replica

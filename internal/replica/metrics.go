@@ -210,8 +210,8 @@ var (
 )
 
 // Collector returns the replica manager's Prometheus metrics: the
-// BrokerTopicMetrics counters, the log flush histogram and the Fetch
-// purgatory gauges.
+// BrokerTopicMetrics counters, the log flush histogram, the ISR shrink and
+// expansion counters and the Fetch purgatory gauges.
 func (m *Manager) Collector() prometheus.Collector { return (*collector)(m) }
 
 type collector Manager
@@ -219,6 +219,8 @@ type collector Manager
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	c.metrics.describe(ch)
 	c.flushTime.Describe(ch)
+	c.repl.shrinks.Describe(ch)
+	c.repl.expands.Describe(ch)
 	ch <- descPurgatorySize
 	ch <- descDelayedFetches
 }
@@ -226,6 +228,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.metrics.collect(ch)
 	c.flushTime.Collect(ch)
+	c.repl.shrinks.Collect(ch)
+	c.repl.expands.Collect(ch)
 	fetches, regs := (*Manager)(c).FetchWaiters()
 	ch <- prometheus.MustNewConstMetric(descPurgatorySize, prometheus.GaugeValue, float64(regs))
 	ch <- prometheus.MustNewConstMetric(descDelayedFetches, prometheus.GaugeValue, float64(fetches))

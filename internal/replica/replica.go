@@ -14,16 +14,18 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/record"
+	"github.com/gregor-broker/gregor/internal/replica/isr"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // Role is a hosted partition's place in its replica set, as the metadata
 // image says (Kafka's PartitionRegistration seen from one broker): whether
 // this broker leads it, who does, in which leader epoch, and the sizes of
-// the replica set and ISR. A replica that does not lead is a follower (with
-// replication, #15, it will fetch from LeaderID); with no leader at all
-// (LeaderID -1) it serves nothing.
+// the replica set and ISR. A replica that does not lead is a follower: it
+// fetches from LeaderID; with no leader at all (LeaderID -1) it serves
+// nothing.
 type Role struct {
 	Leader         bool
 	LeaderID       int32
@@ -54,9 +56,21 @@ type Partition struct {
 	// reserve admits client appends.
 	dir *logmgr.LogDir
 
+	// replMu guards leader and sentHW. It is taken after roleMu (held for
+	// reading or writing), never before.
+	replMu sync.Mutex
+	// leader is the ISR state while this broker leads a partition with
+	// more than one replica (nil otherwise: a sole replica is its own ISR).
+	leader *isr.Leader
+	// sentHW is the high watermark last sent to each follower, so a
+	// follower's parked fetch is answered when it grows.
+	sentHW map[int32]int64
+
 	mu sync.Mutex
 	// waiters are the long-poll fetches registered on p (Waiter).
 	waiters map[*Waiter]struct{}
+	// acks are acks=all produces waiting for the high watermark.
+	acks []*ackWaiter
 	// minISR is min.insync.replicas for the topic.
 	minISR int32
 	// syncPending coalesces background syncs for acks=0.
@@ -65,10 +79,19 @@ type Partition struct {
 
 // notify wakes every fetch waiting on p. The sends never block (a waiter
 // keeps at most one pending wake-up), so they are made under p.mu.
-func (p *Partition) notify() {
+func (p *Partition) notify() { p.wake(false) }
+
+// notifyFollowers wakes the followers' fetches waiting on p: its log end
+// offset moved, which consumers cannot see before the high watermark does.
+func (p *Partition) notifyFollowers() { p.wake(true) }
+
+func (p *Partition) wake(followersOnly bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for w := range p.waiters {
+		if followersOnly && !w.follower {
+			continue
+		}
 		select {
 		case w.ch <- struct{}{}:
 		default:
@@ -86,6 +109,13 @@ func (p *Partition) SetMinISR(n int32) {
 	p.mu.Lock()
 	p.minISR = n
 	p.mu.Unlock()
+	p.roleMu.RLock()
+	if p.leader != nil {
+		p.replMu.Lock()
+		p.leader.SetMinISR(n)
+		p.replMu.Unlock()
+	}
+	p.roleMu.RUnlock()
 }
 
 // ReplicaState is a partition's replication state as this broker sees it.
@@ -95,7 +125,8 @@ type ReplicaState struct {
 	// Replicas and ISR are the sizes of the replica set and of the in-sync
 	// replica set.
 	Replicas, ISR int32
-	// MinISR is the topic's min.insync.replicas.
+	// MinISR is the effective min.insync.replicas: the topic's, capped at
+	// the number of replicas (Kafka's effectiveMinIsr).
 	MinISR int32
 }
 
@@ -116,7 +147,11 @@ func (p *Partition) ReplicaState() ReplicaState {
 	r := p.Role()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return ReplicaState{Leader: r.Leader, Replicas: r.Replicas, ISR: r.ISR, MinISR: p.minISR}
+	minISR := p.minISR
+	if r.Replicas > 0 {
+		minISR = min(minISR, r.Replicas)
+	}
+	return ReplicaState{Leader: r.Leader, Replicas: r.Replicas, ISR: r.ISR, MinISR: minISR}
 }
 
 // Role is the partition's current role.
@@ -149,6 +184,12 @@ type Manager struct {
 
 	metrics   *TopicMetrics
 	flushTime prometheus.Histogram
+
+	// repl is replication, from StartReplication on (replication.go).
+	repl *replication
+	// image is the last metadata image applied (brokers' epochs and
+	// fencing decide who may join an ISR); nil until the first.
+	image atomic.Pointer[metadata.Image]
 }
 
 // BeginShutdown wakes every waiting fetch and makes new ones answer at once,
@@ -171,7 +212,7 @@ func New(logs *logmgr.Manager, ackFsync bool, logger *slog.Logger) *Manager {
 		logger = slog.Default()
 	}
 	return &Manager{logs: logs, ackFsync: ackFsync, logger: logger, parts: make(map[topicpart.TopicPartition]*Partition),
-		metrics: newTopicMetrics(), flushTime: newFlushHistogram(), closingC: make(chan struct{})}
+		metrics: newTopicMetrics(), flushTime: newFlushHistogram(), closingC: make(chan struct{}), repl: newReplication()}
 }
 
 // AckFsync reports whether acknowledgements wait for fsync.
@@ -188,24 +229,38 @@ func (m *Manager) Host(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Co
 func (m *Manager) HostAs(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Config, minISR int32, role Role) (*Partition, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if p := m.parts[tp]; p != nil {
-		return p, m.setRole(p, role)
-	}
-	l, err := m.logs.GetOrCreate(tp, cfg)
+	p, created, err := m.hostLocked(tp, topicID, cfg, minISR)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.AssignTopicID(topicID); err != nil {
+	if err := m.setRole(p, role, nil); err != nil {
+		if created {
+			delete(m.parts, tp)
+			m.metrics.dropped(tp.Topic)
+		}
 		return nil, err
+	}
+	return p, nil
+}
+
+// hostLocked returns the hosted partition tp, hosting it (its log created
+// if needed) when it was not; m.mu is held.
+func (m *Manager) hostLocked(tp topicpart.TopicPartition, topicID [16]byte, cfg log.Config, minISR int32) (*Partition, bool, error) {
+	if p := m.parts[tp]; p != nil {
+		return p, false, nil
+	}
+	l, err := m.logs.GetOrCreate(tp, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := l.AssignTopicID(topicID); err != nil {
+		return nil, false, err
 	}
 	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR}
-	if err := m.setRole(p, role); err != nil {
-		return nil, err
-	}
 	p.stats = TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)}
 	p.dir = m.logs.LogDirOf(tp)
 	m.parts[tp] = p
-	return p, nil
+	return p, true, nil
 }
 
 // SetRole gives a hosted partition the role the metadata now says it has.
@@ -214,15 +269,22 @@ func (m *Manager) SetRole(tp topicpart.TopicPartition, role Role) error {
 	if !ok {
 		return kerr.UnknownTopicOrPartition
 	}
-	return m.setRole(p, role)
+	return m.setRole(p, role, nil)
 }
 
-// setRole changes p's role, with no append in between. Becoming leader in
-// a new epoch starts that epoch at the log end (Kafka's makeLeader: the
-// epoch cache gets (epoch, LEO)), so the records the partition takes from
-// now on carry it and OffsetForLeaderEpoch answers for it. A role from an
-// older partition epoch than the current one is ignored.
-func (m *Manager) setRole(p *Partition, role Role) error {
+// setRole changes p's role, with no append in between (Kafka's makeLeader
+// and makeFollower). Becoming leader in a new epoch starts that epoch at the
+// log end (the epoch cache gets (epoch, LEO)), so the records the partition
+// takes from now on carry it and OffsetForLeaderEpoch answers for it. a is
+// the partition's assignment from the metadata (nil: a sole replica, its
+// own ISR); a leader of several replicas keeps its ISR state (package isr)
+// from it. A follower whose leader or leader epoch changed fetches from
+// its leader from its log end on. A role from an older partition epoch than
+// the current one is ignored.
+func (m *Manager) setRole(p *Partition, role Role, a *isr.Assignment) error {
+	p.mu.Lock()
+	minISR := p.minISR
+	p.mu.Unlock()
 	p.roleMu.Lock()
 	old := p.role
 	if p.Log != nil && old != (Role{}) && role.PartitionEpoch < old.PartitionEpoch {
@@ -235,10 +297,24 @@ func (m *Manager) setRole(p *Partition, role Role) error {
 			return fmt.Errorf("assigning leader epoch %d to %s: %w", role.LeaderEpoch, p.TP, err)
 		}
 	}
+	m.applyLeaderState(p, &role, a, minISR)
 	p.role = role
+	if old.Leader && !role.Leader {
+		// Kafka completes a lost leadership's delayed produces so; a
+		// record may still survive on the new leader.
+		p.failAcks(NotLeaderError(role))
+	}
 	p.roleMu.Unlock()
-	if role.Leader {
+	newLeadership := old == (Role{}) || old.Leader != role.Leader || old.LeaderEpoch != role.LeaderEpoch || old.LeaderID != role.LeaderID
+	switch {
+	case role.Leader:
+		m.repl.fetchers.remove(p)
 		m.advanceHW(p)
+		m.checkMinISR(p)
+	case role.LeaderID < 0:
+		m.repl.fetchers.remove(p)
+	case newLeadership:
+		m.repl.fetchers.add(p, role.LeaderID, role.LeaderEpoch)
 	}
 	if old.Leader != role.Leader || old.LeaderEpoch != role.LeaderEpoch {
 		p.notify() // long polls re-check the leadership
@@ -256,6 +332,10 @@ func (m *Manager) Drop(tp topicpart.TopicPartition) error {
 	}
 	m.mu.Unlock()
 	if p != nil {
+		m.repl.fetchers.remove(p)
+		p.roleMu.Lock()
+		p.failAcks(fmt.Errorf("%w: this broker no longer hosts %s", kerr.NotLeaderForPartition, tp))
+		p.roleMu.Unlock()
 		p.notify()
 	}
 	return m.logs.Delete(tp)
@@ -288,17 +368,42 @@ func (m *Manager) Partitions() []*Partition {
 	return out
 }
 
-// advanceHW moves the high watermark up to what the ISR (this broker) holds.
-// Every completed sync calls it, concurrently: the target read here may be
-// older than one another caller has already applied, so the log only ever
-// raises the high watermark (it never moves back on a leader).
+// advanceHW moves a leader's high watermark up to what its ISR holds: its
+// own durable log end offset (its log end offset without
+// gregor.ack.fsync), lowered to what the followers hold (isr.Leader's
+// HighWatermark) when it has any. Every completed sync and follower fetch
+// calls it, concurrently: the target read here may be older than one
+// another caller has already applied, so the log only ever raises the high
+// watermark (it never moves back on a leader). A follower's high watermark
+// is its leader's (see the fetcher), never its own.
 func (m *Manager) advanceHW(p *Partition) {
-	target := p.Log.LogEndOffset()
+	p.roleMu.RLock()
+	if !p.role.Leader {
+		p.roleMu.RUnlock()
+		return
+	}
+	leo := p.Log.LogEndOffset()
+	target := leo
 	if m.ackFsync {
 		target = p.Log.RecoveryPoint()
 	}
-	if p.Log.MaybeIncrementHighWatermark(target) {
+	enough := true
+	if p.leader != nil {
+		p.replMu.Lock()
+		hw, ok := p.leader.HighWatermark(target, leo, m.now(), m.brokerInfo)
+		enough = p.leader.EnoughReplicas()
+		p.replMu.Unlock()
+		if !ok {
+			p.roleMu.RUnlock()
+			return
+		}
+		target = hw
+	}
+	moved := p.Log.MaybeIncrementHighWatermark(target)
+	p.roleMu.RUnlock()
+	if moved {
 		p.notify()
+		p.completeAcks(p.Log.HighWatermark(), enough)
 	}
 }
 
@@ -310,7 +415,7 @@ func (m *Manager) Append(ctx context.Context, tp topicpart.TopicPartition, batch
 	if err != nil {
 		return pend.Result, err
 	}
-	return pend.Result, m.Await([]*Pending{&pend})[0]
+	return pend.Result, m.AwaitContext(ctx, []*Pending{&pend})[0]
 }
 
 // Pending is an appended batch whose acknowledgement may still need its
@@ -322,12 +427,18 @@ type Pending struct {
 	// so that in a request for several partitions one partition's fsync
 	// overlaps the validation and write of the next; nil when none is needed.
 	sync *pendingSync
+	// required is the high watermark an acks=all produce waits for (its
+	// last offset + 1); 0 for acks 0 and 1.
+	required int64
 }
 
 // Durable reports whether the batch can be answered without waiting:
 // nothing was started for it (acks=0, gregor.ack.fsync=false), or its fsync
-// has ended well and its log has not failed since.
+// has ended well and its log has not failed since; never for acks=all.
 func (pd *Pending) Durable() bool {
+	if pd.required > 0 {
+		return false // acks=all: Await checks the high watermark and the ISR
+	}
 	if pd.sync == nil {
 		return true
 	}
@@ -400,6 +511,12 @@ func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produc
 		p.count(cMessagesIn, int(res.LastOffset-res.BaseOffset+1))
 	}
 	pend := Pending{Result: res, p: p}
+	if acks == -1 {
+		pend.required = res.LastOffset + 1
+	}
+	if role.Replicas > 1 {
+		p.notifyFollowers()
+	}
 	switch {
 	case !m.ackFsync:
 		m.advanceHW(p)
@@ -439,28 +556,43 @@ func (m *Manager) syncForAck(p *Partition, upTo int64) error {
 	return nil
 }
 
-// Await waits until every pending batch is under its partition's high
-// watermark. Each partition's fsync started when AppendNoWait wrote it, so
-// the partitions of one request sync concurrently, overlapping the writes
-// that follow. errs[i] is pend[i]'s error.
+// Await is AwaitContext without a deadline.
+func (m *Manager) Await(pend []*Pending) []error { return m.AwaitContext(context.Background(), pend) }
+
+// AwaitContext waits until every pending batch is acknowledged: durable on
+// the leader (acks=1 under gregor.ack.fsync), and for acks=all under its
+// partition's high watermark. Each partition's fsync started when
+// AppendNoWait wrote it, so the partitions of one request sync
+// concurrently, overlapping the writes that follow. errs[i] is pend[i]'s
+// error: KAFKA_STORAGE_ERROR for a failed fsync; for acks=all
+// NOT_LEADER_OR_FOLLOWER when the leadership moved,
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below
+// min.insync.replicas, and REQUEST_TIMED_OUT when ctx ends first (all three
+// indeterminate: the record may yet be committed).
 //
-// A batch whose log has failed by the time Await returns is answered with
-// the failure even if an earlier fsync covered it: a connection's answers
-// are decided in request order, so once one of them reports a failed log
-// none after it acknowledges a batch of that log, whichever fsync goroutine
-// happened to return first.
-func (m *Manager) Await(pend []*Pending) []error {
+// A batch whose log has failed by the time its fsync returns is answered
+// with the failure even if an earlier fsync covered it: a connection's
+// answers are decided in request order, so once one of them reports a
+// failed log none after it acknowledges a batch of that log, whichever
+// fsync goroutine happened to return first.
+func (m *Manager) AwaitContext(ctx context.Context, pend []*Pending) []error {
 	errs := make([]error, len(pend))
 	for i, pd := range pend {
-		if pd == nil || pd.sync == nil {
+		if pd == nil {
 			continue
 		}
-		<-pd.sync.done
-		errs[i] = pd.sync.err
-		if errs[i] == nil {
+		if pd.sync != nil {
+			<-pd.sync.done
+			if errs[i] = pd.sync.err; errs[i] != nil {
+				continue
+			}
 			if err := pd.p.Offline(); err != nil {
 				errs[i] = fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+				continue
 			}
+		}
+		if pd.required > 0 {
+			errs[i] = pd.p.awaitHighWatermark(ctx, pd.required)
 		}
 	}
 	return errs
@@ -497,11 +629,18 @@ type Waiter struct {
 	m     *Manager
 	ch    chan struct{}
 	parts []*Partition
+	// follower: a replica's fetch, woken by appends too (consumers only
+	// by the high watermark).
+	follower bool
 }
 
-// NewWaiter registers a waiter on parts. Call Done when finished.
-func (m *Manager) NewWaiter(parts []*Partition) *Waiter {
-	w := &Waiter{m: m, ch: make(chan struct{}, 1), parts: parts}
+// NewWaiter registers a consumer's waiter on parts. Call Done when finished.
+func (m *Manager) NewWaiter(parts []*Partition) *Waiter { return m.NewFetchWaiter(parts, false) }
+
+// NewFetchWaiter registers a waiter on parts for a follower's fetch
+// (follower) or a consumer's. Call Done when finished.
+func (m *Manager) NewFetchWaiter(parts []*Partition, follower bool) *Waiter {
+	w := &Waiter{m: m, ch: make(chan struct{}, 1), parts: parts, follower: follower}
 	for _, p := range parts {
 		p.mu.Lock()
 		if p.waiters == nil {

@@ -24,6 +24,11 @@ type SessionPartition struct {
 	MaxBytes           int32
 	CurrentLeaderEpoch int32
 	LastFetchedEpoch   int32
+	// LogStartOffset is a follower's log start offset (-1 from consumers).
+	LogStartOffset int64
+	// HighWatermark is a follower's own high watermark (Fetch v18,
+	// KIP-1166; -1 unknown).
+	HighWatermark int64
 
 	SentHighWatermark int64
 	SentLastStable    int64
@@ -61,6 +66,7 @@ func (s *Session) Upsert(p SessionPartition) {
 	if old := s.parts[p.Key]; old != nil {
 		old.FetchOffset, old.MaxBytes = p.FetchOffset, p.MaxBytes
 		old.CurrentLeaderEpoch, old.LastFetchedEpoch = p.CurrentLeaderEpoch, p.LastFetchedEpoch
+		old.LogStartOffset, old.HighWatermark = p.LogStartOffset, p.HighWatermark
 		return
 	}
 	np := p

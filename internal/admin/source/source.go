@@ -195,7 +195,7 @@ func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 				v.Offline++
 				continue
 			}
-			if int32(len(p.ISR)) < minISR {
+			if int32(len(p.ISR)) < min(minISR, int32(len(p.Replicas))) { // Kafka's effectiveMinIsr
 				v.UnderMinISR++
 			}
 		}

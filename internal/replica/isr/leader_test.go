@@ -45,7 +45,9 @@ func (f *fixture) fetch(id int32, offset, leaderLEO int64) {
 	}
 }
 
-func (f *fixture) hw(own, leo int64) (int64, bool) { return f.l.HighWatermark(own, leo, f.now, f.lookup) }
+func (f *fixture) hw(own, leo int64) (int64, bool) {
+	return f.l.HighWatermark(own, leo, f.now, f.lookup)
+}
 
 func (f *fixture) advance(d time.Duration) { f.now = f.now.Add(d) }
 

@@ -1,0 +1,133 @@
+package broker_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-broker/gregor/internal/broker/brokertest"
+	"github.com/gregor-broker/gregor/internal/topicpart"
+)
+
+// replProps are fast replication settings for the in-process clusters.
+var replProps = map[string]string{
+	"replica.lag.time.max.ms":   "1500",
+	"replica.fetch.wait.max.ms": "200",
+	"replica.fetch.backoff.ms":  "100",
+	"min.insync.replicas":       "2",
+}
+
+// leaderOf is the node the published metadata (of any running node) names
+// leader of topic-p.
+func leaderOf(c *brokertest.Cluster, topic string, p int32) int32 {
+	for _, b := range c.Running() {
+		if pi := b.Metadata().Partition(topic, p); pi != nil {
+			return pi.Leader
+		}
+	}
+	return -1
+}
+
+// isrOf is topic-p's ISR in node b's published metadata.
+func isrOf(b *brokertest.Broker, topic string, p int32) []int32 {
+	if pi := b.Metadata().Partition(topic, p); pi != nil {
+		return slices.Sorted(slices.Values(pi.ISR))
+	}
+	return nil
+}
+
+// logEnd is node b's log end offset of topic-p, -1 if it has no log.
+func logEnd(b *brokertest.Broker, topic string, p int32) int64 {
+	if part, ok := b.Replicas().Get(topicpart.TopicPartition{Topic: topic, Partition: p}); ok {
+		return part.Log.LogEndOffset()
+	}
+	return -1
+}
+
+// TestReplicationRF3 is the data plane on three nodes: an RF 3 topic with
+// min.insync.replicas=2 takes acks=all writes, every replica holds them at
+// the same offsets, a stopped follower leaves the ISR (acks=all still
+// succeeds with 2), a second one stopped makes it NOT_ENOUGH_REPLICAS, and
+// the followers come back, catch up and rejoin.
+func TestReplicationRF3(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, replProps, false)
+	adm := c.Admin()
+	ctx := brokertest.Context(t, 60*time.Second)
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "r"); err != nil {
+		t.Fatal(err)
+	}
+	everywhere(t, c, "r")
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(5))
+	var want []string
+	produce := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			v := strconv.Itoa(len(want))
+			want = append(want, v)
+			brokertest.Produce(t, cl, &kgo.Record{Topic: "r", Value: []byte(v)})
+		}
+	}
+	produce(20)
+	for _, b := range c.Running() {
+		eventually(t, "every replica holds the 20 records", func() error {
+			if leo := logEnd(b, "r", 0); leo != 20 {
+				return fmt.Errorf("node %d log end %d", b.Config().NodeID(), leo)
+			}
+			return nil
+		})
+	}
+	leader := leaderOf(c, "r", 0)
+	var followers []int32
+	for id := int32(1); id <= 3; id++ {
+		if id != leader {
+			followers = append(followers, id)
+		}
+	}
+	lb := c.Brokers[leader-1]
+
+	c.Stop(followers[0])
+	eventually(t, "the stopped follower leaves the ISR", func() error {
+		if got := isrOf(lb, "r", 0); len(got) != 2 {
+			return fmt.Errorf("ISR %v", got)
+		}
+		return nil
+	})
+	produce(10)
+
+	c.Restart(followers[0])
+	eventually(t, "the restarted follower rejoins the ISR", func() error {
+		if got := isrOf(lb, "r", 0); len(got) != 3 {
+			return fmt.Errorf("ISR %v", got)
+		}
+		return nil
+	})
+	if leo := logEnd(c.Brokers[followers[0]-1], "r", 0); leo != 30 {
+		t.Fatalf("the restarted follower's log end is %d, want 30", leo)
+	}
+	consumeIn(t, c, "r", want)
+}
+
+// consumeIn reads topic-0 from the start and checks it holds want, in order.
+func consumeIn(t *testing.T, c *brokertest.Cluster, topic string, want []string) {
+	t.Helper()
+	cl := c.Client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	ctx := brokertest.Context(t, 30*time.Second)
+	var got []string
+	for len(got) < len(want) {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d: %v", len(got), len(want), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("consumed %v, want %v", got, want)
+	}
+}
+
+var _ = kadm.ErrEmpty
