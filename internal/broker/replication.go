@@ -32,7 +32,11 @@ func (b *Broker) startReplication(cfg *config.Broker) {
 			RequestTimeout:    ms("replica.socket.timeout.ms"),
 		},
 		Endpoint: func(broker int32) (replica.LeaderEndpoint, error) {
-			return api.NewLeaderEndpoint(b.pool, b.Metadata(), broker, listener, b.followerHighWatermark)
+			ep, err := api.NewLeaderEndpoint(b.pool, b.Metadata(), broker, listener, b.followerHighWatermark)
+			if err != nil {
+				return nil, err
+			}
+			return ep, nil
 		},
 		AlterPartition: b.ctrl,
 		RequestTimeout: ms("request.timeout.ms"),

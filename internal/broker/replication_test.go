@@ -131,3 +131,69 @@ func consumeIn(t *testing.T, c *brokertest.Cluster, topic string, want []string)
 }
 
 var _ = kadm.ErrEmpty
+
+// TestReplicationLeaderFailover stops the leader of an RF 3 topic while a
+// producer writes with acks=all: the controller moves leadership to an ISR
+// member, every acknowledged record is there at its offset, and the old
+// leader comes back as a follower holding the same log.
+func TestReplicationLeaderFailover(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, replProps, false)
+	ctx := brokertest.Context(t, 60*time.Second)
+	if _, err := c.Admin().CreateTopic(ctx, 1, 3, nil, "f"); err != nil {
+		t.Fatal(err)
+	}
+	everywhere(t, c, "f")
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(20), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	acked := map[int64]string{}
+	produce := func(from, n int) {
+		t.Helper()
+		for i := from; i < from+n; i++ {
+			v := strconv.Itoa(i)
+			r := cl.ProduceSync(ctx, &kgo.Record{Topic: "f", Value: []byte(v)})
+			if err := r.FirstErr(); err != nil {
+				t.Fatalf("produce %d: %v", i, err)
+			}
+			rec, _ := r.First()
+			acked[rec.Offset] = v
+		}
+	}
+	produce(0, 50)
+	old := leaderOf(c, "f", 0)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Stop(old)
+	}()
+	produce(50, 50)
+	<-done
+	eventually(t, "a new leader", func() error {
+		if l := leaderOf(c, "f", 0); l < 0 || l == old {
+			return fmt.Errorf("leader %d", l)
+		}
+		return nil
+	})
+	produce(100, 20)
+	c.Restart(old)
+	eventually(t, "every replica back in the ISR", func() error {
+		if got := isrOf(c.Brokers[leaderOf(c, "f", 0)-1], "f", 0); len(got) != 3 {
+			return fmt.Errorf("ISR %v", got)
+		}
+		return nil
+	})
+	want := make([]string, len(acked))
+	for off, v := range acked {
+		if off >= int64(len(want)) {
+			t.Fatalf("acknowledged offset %d past %d records: a gap or a duplicate", off, len(want))
+		}
+		want[off] = v
+	}
+	consumeIn(t, c, "f", want)
+	for _, b := range c.Running() {
+		eventually(t, "every replica holds every record", func() error {
+			if leo := logEnd(b, "f", 0); leo != int64(len(want)) {
+				return fmt.Errorf("node %d log end %d", b.Config().NodeID(), leo)
+			}
+			return nil
+		})
+	}
+}

@@ -309,37 +309,45 @@ func (f *fetcher) run() {
 				continue
 			}
 		}
-		if !f.round(ctx, ep) {
+		ok, broken := f.round(ctx, ep)
+		if broken {
+			// Resolve the leader's address again: it may have restarted
+			// elsewhere.
+			ep.Close()
+			ep = nil
+		}
+		if !ok {
 			return
 		}
 	}
 }
 
 // round truncates what must be, then sends one fetch and applies its
-// answer; false when the fetcher stops.
-func (f *fetcher) round(ctx context.Context, ep LeaderEndpoint) bool {
+// answer; ok is false when the fetcher stops, broken when the request
+// failed as a whole.
+func (f *fetcher) round(ctx context.Context, ep LeaderEndpoint) (ok, broken bool) {
 	epoch := f.fs.r.brokerEpoch()
 	if epoch < 0 {
-		return f.sleep(f.cfg().Backoff) // not registered yet
+		return f.sleep(f.cfg().Backoff), false // not registered yet
 	}
 	f.truncate(ctx, ep)
 	req, sent, wait := f.request(epoch)
 	if len(sent) == 0 {
-		return f.sleep(wait)
+		return f.sleep(wait), false
 	}
 	rctx, cancel := context.WithTimeout(ctx, f.cfg().MaxWait+f.cfg().RequestTimeout)
 	resp, err := ep.Fetch(rctx, req)
 	cancel()
 	if ctx.Err() != nil {
-		return false
+		return false, false
 	}
 	if err != nil {
 		f.fs.r.logger.Warn("fetch from leader failed", "leader", f.id.source, "partitions", len(sent), "err", err)
 		f.delay(sent, err)
-		return f.sleep(f.cfg().Backoff)
+		return f.sleep(f.cfg().Backoff), true
 	}
 	f.apply(ctx, ep, sent, resp)
-	return true
+	return true, false
 }
 
 // sentPart is one partition of a fetch in flight, as it was sent.
