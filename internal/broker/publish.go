@@ -8,6 +8,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/metadata"
+	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
@@ -125,6 +126,7 @@ func (b *Broker) applyPartition(next *metadata.Image, t *metadata.TopicImage, p 
 		b.dropPartition(tp) // an earlier topic of that name
 	}
 	tc := b.resolveTopic(next, t.Name)
+	pi = replica.ForIncarnation(pi, next, self, b.incarnation)
 	if _, err := b.replicas.Assign(tp, t.ID, LogConfig(tc, b.Config()), tc.MinInsyncReplicas, pi); err != nil {
 		b.logger.Error("hosting partition failed", "partition", tp, "err", err)
 		return

@@ -28,4 +28,7 @@ var (
 	// ErrOffsetMismatch: a replicated batch whose base offset is not the log
 	// end offset.
 	ErrOffsetMismatch = errors.New("batch offset does not follow the log end offset")
+	// ErrTruncated: SyncTo was asked for offsets a truncation (a leader
+	// become follower) has since removed; they can never be durable.
+	ErrTruncated = errors.New("the log was truncated below the offsets to sync")
 )

@@ -18,6 +18,11 @@ import (
 // recovery from a checkpoint of it rescans the segment.
 func (l *Log) RecoveryPoint() int64 { return min(l.durable.Load(), l.unsyncedFrom.Load()) }
 
+// DurableOffset is the offset below which every record's bytes are fsynced
+// (a rolled segment's index files may not be yet: see RecoveryPoint). What
+// survives a power loss, which recovery rebuilds indexes for.
+func (l *Log) DurableOffset() int64 { return l.durable.Load() }
+
 // noteSyncStateLocked publishes what is waiting for a sync. l.mu is held.
 // A dirty epoch cache is not counted: its new entries describe offsets at or
 // above what the last sync covered, and the next sync of a record writes it.
@@ -62,12 +67,17 @@ func (l *Log) writePendingLocked(path string, data []byte) error {
 // all woken at once, and return if it covered them or elect the next leader
 // if not. Once the log has failed (see FailureDomain) every call returns the
 // failure, even one whose offsets an earlier sync covered: nothing is
-// acknowledged after a failure, however many appends are waiting.
+// acknowledged after a failure, however many appends are waiting. Offsets a
+// truncation removed meanwhile are ErrTruncated.
 func (l *Log) SyncTo(upTo int64) error {
 	covered := func() bool { return l.durable.Load() >= upTo && !l.pendingSync.Load() }
 	for !covered() || l.domain.Err() != nil {
 		if err := l.domain.Err(); err != nil {
 			return err
+		}
+		if l.leo.Load() < upTo {
+			// Without this a caller would sync forever.
+			return fmt.Errorf("%w: log end %d, asked %d", ErrTruncated, l.leo.Load(), upTo)
 		}
 		l.group.Lock()
 		for l.group.busy && !covered() {

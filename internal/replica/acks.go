@@ -25,26 +25,9 @@ type ackWaiter struct {
 // lock, so a leadership change, which fails every waiter under the write
 // lock, cannot slip between the check and the registration.
 func (p *Partition) awaitHighWatermark(ctx context.Context, required int64) error {
-	p.roleMu.RLock()
-	if !p.role.Leader {
-		role := p.role
-		p.roleMu.RUnlock()
-		return NotLeaderError(role)
-	}
-	if p.Log.HighWatermark() >= required {
-		err := p.enoughReplicasLocked()
-		p.roleMu.RUnlock()
+	w, err := p.registerAck(required)
+	if w == nil {
 		return err
-	}
-	w := &ackWaiter{required: required, done: make(chan struct{})}
-	p.mu.Lock()
-	p.acks = append(p.acks, w)
-	p.mu.Unlock()
-	p.roleMu.RUnlock()
-	// The high watermark may have passed between the check and the
-	// registration; completeAcks then missed w.
-	if hw := p.Log.HighWatermark(); hw >= required {
-		p.completeAcks(hw, p.enoughReplicas())
 	}
 	select {
 	case <-w.done:
@@ -66,6 +49,34 @@ func (p *Partition) awaitHighWatermark(ctx context.Context, required int64) erro
 		return fmt.Errorf("%w: the high watermark %d did not reach %d in time (ISR %s)",
 			kerr.RequestTimedOut, p.Log.HighWatermark(), required, p.isrString())
 	}
+}
+
+// registerAck registers an acks=all waiter for required, or answers at
+// once (nil waiter): the high watermark has passed it, or this broker does
+// not lead.
+func (p *Partition) registerAck(required int64) (*ackWaiter, error) {
+	p.roleMu.RLock()
+	if !p.role.Leader {
+		role := p.role
+		p.roleMu.RUnlock()
+		return nil, NotLeaderError(role)
+	}
+	if p.Log.HighWatermark() >= required {
+		err := p.enoughReplicasLocked()
+		p.roleMu.RUnlock()
+		return nil, err
+	}
+	w := &ackWaiter{required: required, done: make(chan struct{})}
+	p.mu.Lock()
+	p.acks = append(p.acks, w)
+	p.mu.Unlock()
+	p.roleMu.RUnlock()
+	// The high watermark may have passed between the check and the
+	// registration; completeAcks then missed w.
+	if hw := p.Log.HighWatermark(); hw >= required {
+		p.completeAcks(hw, p.enoughReplicas())
+	}
+	return w, nil
 }
 
 // enoughReplicasLocked is nil, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the

@@ -132,24 +132,9 @@ func (a *alterManager) run() {
 // sendQueued sends every queued proposal in one request and hands each
 // answer to its partition; true when the request failed and must be retried.
 func (a *alterManager) sendQueued(ctx context.Context) bool {
-	a.mu.Lock()
-	if len(a.queue) == 0 {
-		a.mu.Unlock()
+	batch, items := a.take()
+	if len(items) == 0 {
 		return false
-	}
-	batch := a.queue
-	a.queue = map[*Partition]*isr.Proposal{}
-	a.mu.Unlock()
-	type key struct {
-		id   [16]byte
-		part int32
-	}
-	items := make([]AlterPartitionItem, 0, len(batch))
-	byKey := map[key]*Partition{}
-	for p, prop := range batch {
-		items = append(items, AlterPartitionItem{TopicID: p.TopicID, Partition: p.TP.Partition, LeaderEpoch: prop.LeaderEpoch,
-			PartitionEpoch: prop.PartitionEpoch, ISR: prop.ISR})
-		byKey[key{p.TopicID, p.TP.Partition}] = p
 	}
 	rctx, cancel := context.WithTimeout(ctx, a.r.cfg.RequestTimeout)
 	answers, err := a.r.cfg.AlterPartition.AlterPartition(rctx, a.r.nodeID, a.r.brokerEpoch(), items)
@@ -157,17 +142,45 @@ func (a *alterManager) sendQueued(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
 	}
+	return a.finish(batch, answers, err)
+}
+
+// take empties the queue into one request's items.
+func (a *alterManager) take() (map[*Partition]*isr.Proposal, []AlterPartitionItem) {
+	a.mu.Lock()
+	batch := a.queue
+	a.queue = map[*Partition]*isr.Proposal{}
+	a.mu.Unlock()
+	items := make([]AlterPartitionItem, 0, len(batch))
+	for p, prop := range batch {
+		items = append(items, AlterPartitionItem{TopicID: p.TopicID, Partition: p.TP.Partition, LeaderEpoch: prop.LeaderEpoch,
+			PartitionEpoch: prop.PartitionEpoch, ISR: prop.ISR})
+	}
+	return batch, items
+}
+
+// finish hands each answer to its partition and queues again what the
+// request did not settle; true when something must be sent again.
+func (a *alterManager) finish(batch map[*Partition]*isr.Proposal, answers []AlterPartitionAnswer, err error) bool {
 	if err != nil {
-		a.r.logger.Warn("AlterPartition failed; retrying", "partitions", len(items), "err", err)
+		a.r.logger.Warn("AlterPartition failed; retrying", "partitions", len(batch), "err", err)
 		a.requeue(batch)
 		return true
 	}
+	type key struct {
+		id   [16]byte
+		part int32
+	}
+	byKey := map[key]*Partition{}
+	for p := range batch {
+		byKey[key{p.TopicID, p.TP.Partition}] = p
+	}
 	for _, ans := range answers {
 		p := byKey[key{ans.TopicID, ans.Partition}]
-		if p == nil {
+		prop := batch[p]
+		if p == nil || prop == nil {
 			continue
 		}
-		prop := batch[p]
 		delete(batch, p)
 		a.r.m.alterPartitionDone(p, prop.Seq, ans.Result)
 	}

@@ -331,6 +331,7 @@ func (f *fetcher) round(ctx context.Context, ep LeaderEndpoint) (ok, broken bool
 		return f.sleep(f.cfg().Backoff), false // not registered yet
 	}
 	f.truncate(ctx, ep)
+	f.syncFetchOffsets()
 	req, sent, wait := f.request(epoch)
 	if len(sent) == 0 {
 		return f.sleep(wait), false
@@ -514,6 +515,26 @@ func (f *fetcher) syncAll(done []appended) {
 		}(a.sp)
 	}
 	wg.Wait()
+}
+
+// syncFetchOffsets fsyncs the partitions whose fetch offset is beyond
+// what their log has made durable: a leader become follower has records it
+// appended as leader whose acknowledgement fsync had not run. A fetch offset
+// tells the leader the follower holds everything below it, and the leader's
+// HW counts it (gregor.ack.fsync=true: only durably).
+func (f *fetcher) syncFetchOffsets() {
+	if !f.fs.r.m.ackFsync {
+		return
+	}
+	var done []appended
+	f.mu.Lock()
+	for p, st := range f.parts {
+		if st.failed == "" && !st.truncating && p.Log.DurableOffset() < st.fetchOffset {
+			done = append(done, appended{sp: &sentPart{p: p, st: st}})
+		}
+	}
+	f.mu.Unlock()
+	f.syncAll(done)
 }
 
 // diverged truncates to where the follower's log last agrees with the

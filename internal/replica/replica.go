@@ -190,6 +190,9 @@ type Manager struct {
 	// image is the last metadata image applied (brokers' epochs and
 	// fencing decide who may join an ISR); nil until the first.
 	image atomic.Pointer[metadata.Image]
+	// runSync runs an acknowledgement's fsync; nil: on a goroutine of its
+	// own. The simulation schedules them as events.
+	runSync func(func())
 }
 
 // BeginShutdown wakes every waiting fetch and makes new ones answer at once,
@@ -526,11 +529,17 @@ func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produc
 	case acks == 0:
 		m.syncAsync(p)
 	default:
-		pend.sync = &pendingSync{done: make(chan struct{})}
-		go func(ps *pendingSync, p *Partition, upTo int64) {
+		ps, upTo := &pendingSync{done: make(chan struct{})}, res.LastOffset+1
+		pend.sync = ps
+		sync := func() {
 			defer close(ps.done)
 			ps.err = m.syncForAck(p, upTo)
-		}(pend.sync, p, res.LastOffset+1)
+		}
+		if m.runSync != nil {
+			m.runSync(sync)
+		} else {
+			go sync()
+		}
 	}
 	return pend, nil
 }
@@ -547,6 +556,11 @@ func NotLeaderError(role Role) error {
 // an acknowledgement that waits on it.
 func (m *Manager) syncForAck(p *Partition, upTo int64) error {
 	if err := m.timedSync(p, upTo, func() error { return p.Log.SyncTo(upTo) }); err != nil {
+		if errors.Is(err, log.ErrTruncated) {
+			// Only a follower truncates: this broker lost the leadership
+			// since the append, and the batch with it.
+			return NotLeaderError(p.Role())
+		}
 		if !errors.Is(err, log.ErrStorageFailed) { // the log manager logged the dir going offline
 			m.logger.Error("fsync failed", "partition", p.TP, "err", err)
 		}

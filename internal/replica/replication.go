@@ -81,7 +81,17 @@ func (m *Manager) StartReplication(cfg ReplicationConfig) {
 	if r.started {
 		return
 	}
-	r.started, r.m, r.cfg, r.nodeID, r.logger = true, m, cfg, cfg.NodeID, m.logger.With("component", "replication")
+	r.started = true
+	r.configure(m, cfg)
+	r.fetchers.start()
+	r.alter.start()
+	go r.expireISRs()
+}
+
+// configure sets replication up without starting anything: what the
+// deterministic simulation drives by hand.
+func (r *replication) configure(m *Manager, cfg ReplicationConfig) {
+	r.m, r.cfg, r.nodeID, r.logger = m, cfg, cfg.NodeID, m.logger.With("component", "replication")
 	if cfg.BrokerEpoch == nil {
 		r.cfg.BrokerEpoch = func() int64 { return -1 }
 	}
@@ -94,9 +104,6 @@ func (m *Manager) StartReplication(cfg ReplicationConfig) {
 	if r.cfg.Fetch.RequestTimeout <= 0 {
 		r.cfg.Fetch.RequestTimeout = 30 * time.Second
 	}
-	r.fetchers.start()
-	r.alter.start()
-	go r.expireISRs()
 }
 
 // StopReplication stops the fetchers, the AlterPartition queue and the
@@ -204,4 +211,25 @@ func (m *Manager) Assign(tp topicpart.TopicPartition, topicID [16]byte, cfg log.
 		return nil, err
 	}
 	return p, nil
+}
+
+// ForIncarnation is pi as this incarnation of broker self may host it: a
+// leadership the image still gives an earlier incarnation (a broker
+// restarted before the controller fenced it) is no leadership here. Kafka's
+// broker installs its metadata publishers only once the controller has its
+// new registration; Gregor hosts partitions earlier, so it must not lead in
+// an epoch granted to a process whose unsynced records died with it: its
+// followers would take its shorter log (OFFSET_OUT_OF_RANGE) and lose what
+// they acknowledged. The registration then removes this broker from the ISR
+// and the controller elects a leader in a new epoch.
+func ForIncarnation(pi *metadata.PartitionImage, im *metadata.Image, self int32, incarnation [16]byte) *metadata.PartitionImage {
+	if pi.Leader != self {
+		return pi
+	}
+	if b := im.Brokers[self]; b != nil && b.Incarnation == incarnation {
+		return pi
+	}
+	cp := *pi
+	cp.Leader = -1
+	return &cp
 }

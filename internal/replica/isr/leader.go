@@ -199,7 +199,8 @@ func NewLeader(cfg Config, minISR int32) *Leader {
 
 // Become applies the partition's assignment from a metadata image in which
 // this broker leads it (Kafka's makeLeader): an assignment older than the
-// one applied (a lower partition epoch) is Ignored; a new leader epoch
+// one applied (a lower partition epoch), or the one applied, is Ignored; a
+// new leader epoch
 // starts at leo (the log end offset) and resets follower state (NewEpoch);
 // the same leader epoch with a newer partition epoch commits the image's ISR
 // and replicas and drops any pending change (Applied). A RECOVERING
@@ -207,8 +208,9 @@ func NewLeader(cfg Config, minISR int32) *Leader {
 // says RECOVERED.
 func (l *Leader) Become(a Assignment, leo int64, now time.Time, brokers Brokers) Outcome {
 	first := l.a.LeaderEpoch < 0
-	if !first && a.PartitionEpoch < l.a.PartitionEpoch {
-		return Ignored
+	if !first && (a.PartitionEpoch < l.a.PartitionEpoch ||
+		a.PartitionEpoch == l.a.PartitionEpoch && a.LeaderEpoch == l.a.LeaderEpoch) {
+		return Ignored // older, or what is applied already (a whole image published again)
 	}
 	newEpoch := first || a.LeaderEpoch > l.a.LeaderEpoch
 	l.noteDepartures(a, now, brokers, newEpoch)
