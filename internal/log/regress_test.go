@@ -794,3 +794,25 @@ func TestTruncationRemovesSnapshotsDurably(t *testing.T) {
 	}
 	l.Close()
 }
+
+// An acknowledgement's fsync for offsets a follower truncation removed
+// (the leader lost its leadership after appending) ends with ErrTruncated:
+// before, SyncTo synced again and again for ever.
+func TestSyncToTruncatedOffsets(t *testing.T) {
+	l := openTest(t, vfs.NewMem(), clock.NewFake(t0), smallConfig(), false)
+	defer l.Close()
+	for range 10 {
+		if _, err := l.Append(testBatch(t, 1, t0.UnixMilli(), "k"), OriginClient, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.TruncateTo(5); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SyncTo(10); !errors.Is(err, ErrTruncated) {
+		t.Fatalf("SyncTo(10) after truncating to 5: %v, want ErrTruncated", err)
+	}
+	if err := l.SyncTo(5); err != nil {
+		t.Fatalf("SyncTo(5): %v", err)
+	}
+}

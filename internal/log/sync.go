@@ -75,10 +75,6 @@ func (l *Log) SyncTo(upTo int64) error {
 		if err := l.domain.Err(); err != nil {
 			return err
 		}
-		if l.leo.Load() < upTo {
-			// Without this a caller would sync forever.
-			return fmt.Errorf("%w: log end %d, asked %d", ErrTruncated, l.leo.Load(), upTo)
-		}
 		l.group.Lock()
 		for l.group.busy && !covered() {
 			l.group.cond.Wait()
@@ -98,6 +94,11 @@ func (l *Log) SyncTo(upTo int64) error {
 		l.group.Unlock()
 		if err != nil {
 			return err
+		}
+		if l.durable.Load() < upTo && l.leo.Load() < upTo {
+			// A sync of the whole log cannot reach upTo: without this
+			// a caller would sync forever.
+			return fmt.Errorf("%w: log end %d, asked %d", ErrTruncated, l.leo.Load(), upTo)
 		}
 	}
 	return nil

@@ -8,12 +8,16 @@ import (
 	"testing"
 )
 
-// TestSimulation runs the deterministic simulation over many seeds: 1,000
-// short runs by default, 20,000 longer ones under GREGOR_LONG=1 (or
-// GREGOR_SIM_SEEDS=N); GREGOR_SIM_SEED=N replays one seed.
+// TestSimulation runs the deterministic simulation over many seeds: 300
+// short runs by default (30 under -race, 100 with -short), 20,000 longer
+// ones under GREGOR_LONG=1 (or GREGOR_SIM_SEEDS=N); GREGOR_SIM_SEED=N
+// replays one seed.
 func TestSimulation(t *testing.T) {
 	o := simOptions{brokers: 3, partitions: 2, minISR: 2, steps: 400, faults: true}
-	seeds := 1000
+	seeds := 300
+	if raceEnabled {
+		seeds = 30
+	}
 	if os.Getenv("GREGOR_LONG") != "" {
 		seeds, o.steps = 20000, 1500
 	}
@@ -25,7 +29,7 @@ func TestSimulation(t *testing.T) {
 		return
 	}
 	if testing.Short() {
-		seeds = 100
+		seeds = min(seeds, 100)
 	}
 	var wg sync.WaitGroup
 	work := make(chan uint64)
