@@ -1,0 +1,296 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ackedAt is where an acknowledged record went.
+type ackedAt struct {
+	partition int32
+	offset    int64
+}
+
+// loadProducer produces acks=all records (franz-go's idempotent default)
+// to topic until stop is closed, keeping every acknowledged one.
+type loadProducer struct {
+	mu     sync.Mutex
+	acked  map[string]ackedAt
+	failed int
+	n      atomic.Int64
+	done   chan struct{}
+}
+
+func startLoad(t *testing.T, c *cluster, topic string, stop <-chan struct{}) *loadProducer {
+	cl := c.client(kgo.RecordRetries(1000), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProduceRequestTimeout(10*time.Second), kgo.RecordDeliveryTimeout(60*time.Second),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(2000))
+	lp := &loadProducer{acked: map[string]ackedAt{}, done: make(chan struct{})}
+	go func() {
+		defer close(lp.done)
+		var wg sync.WaitGroup
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				wg.Wait()
+				return
+			default:
+			}
+			v := fmt.Sprintf("r%07d", i)
+			wg.Add(1)
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				lp.mu.Lock()
+				defer lp.mu.Unlock()
+				if err != nil {
+					lp.failed++
+					return
+				}
+				lp.acked[v] = ackedAt{r.Partition, r.Offset}
+				lp.n.Add(1)
+			})
+			if i%200 == 199 {
+				time.Sleep(5 * time.Millisecond) // a steady load, not a flood
+			}
+		}
+	}()
+	return lp
+}
+
+// leaderOf asks the cluster which node leads topic's partition p, with its
+// ISR.
+func leaderOf(t *testing.T, c *cluster, topic string, p int32) (int32, []int32) {
+	t.Helper()
+	adm := kadm.NewClient(c.client())
+	var leader int32 = -1
+	var isr []int32
+	poll(20*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		m, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		pd, ok := m.Topics[topic].Partitions[p]
+		if !ok || pd.Leader < 0 {
+			return false
+		}
+		leader, isr = pd.Leader, pd.ISR
+		return true
+	})
+	return leader, isr
+}
+
+// The acceptance for replication, on real processes: RF 3, min ISR
+// 2, a franz-go producer with acks=all under steady load, the leader of a
+// partition SIGKILLed (twice; five times under GREGOR_LONG=1) and started
+// again each time. Every acknowledged record is read back once, at the
+// offset it was acknowledged at; the ISR grows back to three; every
+// replica's log ends equal, byte for byte.
+func TestReplicationLeaderKill(t *testing.T) {
+	c := newCluster(t, 3)
+	const topic = "repl"
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	resp, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+	cancel()
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v / %v", topic, err, resp.Err)
+	}
+	stop := make(chan struct{})
+	lp := startLoad(t, c, topic, stop)
+	kills := 2
+	if os.Getenv("GREGOR_LONG") != "" {
+		kills = 5
+	}
+	for k := range kills {
+		waitAcks(t, lp, 300)
+		leader, isr := leaderOf(t, c, topic, 0)
+		if leader < 1 {
+			t.Fatalf("kill %d: partition 0 has no leader", k)
+		}
+		before := lp.n.Load()
+		start := time.Now()
+		c.sigkill(leader)
+		// The load goes on without the node: acknowledged through the
+		// new leader and the remaining ISR member.
+		waitAcks(t, lp, 300)
+		t.Logf("kill %d: node %d (leader of %s-0, ISR %v) SIGKILLed at %d acknowledged; 300 more acknowledged %v later",
+			k, leader, topic, isr, before, time.Since(start).Round(time.Millisecond))
+		c.start(leader)
+		c.waitReady(leader, 60*time.Second)
+	}
+	waitAcks(t, lp, 300)
+	close(stop)
+	select {
+	case <-lp.done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the producer did not finish within 90s")
+	}
+	lp.mu.Lock()
+	acked, failed := lp.acked, lp.failed
+	lp.mu.Unlock()
+	t.Logf("%d records acknowledged, %d failed (indeterminate), %d leader kills", len(acked), failed, kills)
+
+	waitFullISR(t, c, topic, 3)
+	checkReadBack(t, c, topic, acked)
+	checkReplicasEqual(t, c, topic, 3)
+}
+
+// waitAcks waits until n more records are acknowledged.
+func waitAcks(t *testing.T, lp *loadProducer, n int64) {
+	t.Helper()
+	want := lp.n.Load() + n
+	if !poll(60*time.Second, func() bool { return lp.n.Load() >= want }) {
+		lp.mu.Lock()
+		defer lp.mu.Unlock()
+		t.Fatalf("acknowledgements stopped at %d (want %d; %d failed)", lp.n.Load(), want, lp.failed)
+	}
+}
+
+// waitFullISR waits until every partition's ISR has all three replicas.
+func waitFullISR(t *testing.T, c *cluster, topic string, parts int32) {
+	t.Helper()
+	adm := kadm.NewClient(c.client())
+	var last string
+	if !poll(60*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		m, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for p := range parts {
+			pd := m.Topics[topic].Partitions[p]
+			if len(pd.ISR) != 3 || pd.Leader < 0 {
+				last = fmt.Sprintf("partition %d leader %d ISR %v", p, pd.Leader, pd.ISR)
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("the ISR did not grow back to three replicas: %s", last)
+	}
+}
+
+// checkReadBack reads every partition from the start and checks each
+// acknowledged record is there once, at its acknowledged offset.
+func checkReadBack(t *testing.T, c *cluster, topic string, acked map[string]ackedAt) {
+	t.Helper()
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := c.client(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	seen := map[string][]ackedAt{}
+	need := int64(0)
+	ends.Each(func(o kadm.ListedOffset) { need += o.Offset })
+	got := int64(0)
+	for got < need {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records back: %v", got, need, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			seen[string(r.Value)] = append(seen[string(r.Value)], ackedAt{r.Partition, r.Offset})
+		})
+	}
+	lost, moved, dup := 0, 0, 0
+	for v, at := range acked {
+		s := seen[v]
+		switch {
+		case len(s) == 0:
+			lost++
+			if lost < 5 {
+				t.Errorf("acknowledged %s (partition %d offset %d) is lost", v, at.partition, at.offset)
+			}
+		case len(s) > 1:
+			dup++
+			if dup < 5 {
+				t.Errorf("acknowledged %s is in the log %d times: %v", v, len(s), s)
+			}
+		case s[0] != at:
+			moved++
+			if moved < 5 {
+				t.Errorf("acknowledged %s at %v is read back at %v", v, at, s[0])
+			}
+		}
+	}
+	if lost+moved+dup > 0 {
+		t.Fatalf("%d acknowledged records lost, %d at another offset, %d duplicated (of %d)", lost, moved, dup, len(acked))
+	}
+}
+
+// checkReplicasEqual waits until every node's copy of each partition holds
+// the same bytes: the concatenation of its segment files.
+func checkReplicasEqual(t *testing.T, c *cluster, topic string, parts int32) {
+	t.Helper()
+	for p := range parts {
+		var last string
+		if !poll(30*time.Second, func() bool {
+			var first []byte
+			for _, nd := range c.nodes {
+				b, err := partitionBytes(nd.dir, fmt.Sprintf("%s-%d", topic, p))
+				if err != nil {
+					last = err.Error()
+					return false
+				}
+				if first == nil {
+					first = b
+				} else if !bytes.Equal(first, b) {
+					last = fmt.Sprintf("node %d holds %d bytes of %s-%d, node 1 %d", nd.id, len(b), topic, p, len(first))
+					return false
+				}
+			}
+			return len(first) > 0
+		}) {
+			t.Fatalf("replicas differ: %s", last)
+		}
+	}
+}
+
+// partitionBytes is the concatenation of a partition's segment files under
+// a node's data dir.
+func partitionBytes(dataDir, name string) ([]byte, error) {
+	var dirs []string
+	err := filepath.WalkDir(dataDir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == name {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	if err != nil || len(dirs) != 1 {
+		return nil, fmt.Errorf("%s in %s: %v %v", name, dataDir, dirs, err)
+	}
+	segs, err := filepath.Glob(filepath.Join(dirs[0], "*.log"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(segs)
+	var out []byte
+	for _, s := range segs {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return out, nil
+}
