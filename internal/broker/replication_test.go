@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregor-broker/gregor/internal/broker/brokertest"
@@ -52,8 +54,8 @@ func logEnd(b *brokertest.Broker, topic string, p int32) int64 {
 // TestReplicationRF3 is the data plane on three nodes: an RF 3 topic with
 // min.insync.replicas=2 takes acks=all writes, every replica holds them at
 // the same offsets, a stopped follower leaves the ISR (acks=all still
-// succeeds with 2), a second one stopped makes it NOT_ENOUGH_REPLICAS, and
-// the followers come back, catch up and rejoin.
+// succeeds with 2), and it comes back, catches up and rejoins
+// (NOT_ENOUGH_REPLICAS: TestReplicationMinISR).
 func TestReplicationRF3(t *testing.T) {
 	c := brokertest.StartCluster(t, 3, replProps, false)
 	adm := c.Admin()
@@ -196,4 +198,49 @@ func TestReplicationLeaderFailover(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestReplicationMinISR: with min.insync.replicas=3 on an RF 3 topic, a
+// stopped follower leaves the ISR and acks=all produces are refused with
+// NOT_ENOUGH_REPLICAS (nothing appended) while acks=1 ones still succeed;
+// once the follower is back in the ISR acks=all succeeds again.
+func TestReplicationMinISR(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, replProps, false)
+	ctx := brokertest.Context(t, 60*time.Second)
+	if _, err := c.Admin().CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("3")}, "m"); err != nil {
+		t.Fatal(err)
+	}
+	everywhere(t, c, "m")
+	all := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0), kgo.RecordDeliveryTimeout(5*time.Second))
+	brokertest.Produce(t, all, &kgo.Record{Topic: "m", Value: []byte("a")})
+	leader := leaderOf(c, "m", 0)
+	follower := int32(1 + leader%3)
+	c.Stop(follower)
+	lb := c.Brokers[leader-1]
+	eventually(t, "the stopped follower leaves the ISR", func() error {
+		if got := isrOf(lb, "m", 0); len(got) != 2 {
+			return fmt.Errorf("ISR %v", got)
+		}
+		return nil
+	})
+	leo := logEnd(lb, "m", 0)
+	err := all.ProduceSync(ctx, &kgo.Record{Topic: "m", Value: []byte("b")}).FirstErr()
+	if !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("acks=all with ISR 2 < min.insync.replicas 3: %v, want NOT_ENOUGH_REPLICAS", err)
+	}
+	if got := logEnd(lb, "m", 0); got != leo {
+		t.Fatalf("a refused acks=all produce was appended: log end %d, was %d", got, leo)
+	}
+	one := c.Client(kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	brokertest.Produce(t, one, &kgo.Record{Topic: "m", Value: []byte("c")})
+
+	c.Restart(follower)
+	eventually(t, "the restarted follower rejoins the ISR", func() error {
+		if got := isrOf(lb, "m", 0); len(got) != 3 {
+			return fmt.Errorf("ISR %v", got)
+		}
+		return nil
+	})
+	brokertest.Produce(t, c.Client(kgo.RequiredAcks(kgo.AllISRAcks())), &kgo.Record{Topic: "m", Value: []byte("d")})
+	consumeIn(t, c, "m", []string{"a", "c", "d"})
 }
