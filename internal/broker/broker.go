@@ -52,6 +52,10 @@ type Options struct {
 
 // Broker is one running Gregor node: a broker and a metadata quorum voter.
 type Broker struct {
+	// uncleanElections, lastKnownElections count the unclean and
+	// last-known-leader elections this node's controller made (onElection).
+	uncleanElections, lastKnownElections atomic.Int64
+
 	o      Options
 	static *config.Broker
 	cfg    atomic.Pointer[config.Broker]

@@ -43,7 +43,7 @@ func (b *Broker) openNode(cfg *config.Broker) error {
 	}
 	b.node, err = cluster.OpenNode(cluster.NodeConfig{FS: b.o.FS, MetadataLogDir: b.dirs.MetadataDir, Layout: l,
 		ClusterID: b.dirs.ClusterID, Broker: b.static, Clock: b.o.Clock, Logger: b.logger,
-		LocalIncarnation: b.incarnation, Dial: dial(b.o.DialRaft)})
+		LocalIncarnation: b.incarnation, Dial: dial(b.o.DialRaft), OnElection: b.onElection})
 	if err != nil {
 		ln.Close()
 		return err
@@ -200,3 +200,13 @@ func writeCleanEpoch(b *Broker, epoch int64) error {
 // Metadata is the metadata image this broker has published (the one its
 // partitions, coordinators and answers follow).
 func (b *Broker) Metadata() *metadata.Image { return published{b}.Image() }
+
+// onElection counts an unclean or last-known-leader election (the
+// controller has logged it as a possible loss of acknowledged records).
+func (b *Broker) onElection(e controller.Election) {
+	if e.LastKnownLeader {
+		b.lastKnownElections.Add(1)
+	} else {
+		b.uncleanElections.Add(1)
+	}
+}

@@ -35,6 +35,9 @@ var (
 
 	descOfflinePartitions = prometheus.NewDesc("kafka_controller_kafkacontroller_offlinepartitionscount",
 		"Partitions without a leader.", nil, nil)
+	descUncleanElections = prometheus.NewDesc("kafka_controller_controllerstats_uncleanleaderelectionspersec",
+		"Unclean and last-known-leader elections this node's controller made while active (acknowledged records may be lost), by kind.",
+		[]string{"kind"}, nil)
 	descActiveController = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount",
 		"1 if this node is the active controller, else 0.", nil, nil)
 	descGlobalTopics = prometheus.NewDesc("kafka_controller_kafkacontroller_globaltopiccount",
@@ -102,7 +105,7 @@ type brokerCollector Broker
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR,
-		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descGlobalTopics,
+		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descUncleanElections, descGlobalTopics,
 		descGlobalPartitions, descLogDirSize, descLogDirSegments, descLogDirStrays, descLogSize, descLogSegments,
 		descOfflineLogDirs, descLogDirOffline, descLogDirFull, descLogDirUsable, descLogDirMinFree,
 		descLogStartOffset, descLogEndOffset, descGroups, descACLs} {
@@ -230,6 +233,8 @@ func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, .
 	gauge(descOfflineReplicas, float64(offlineReplicas+offlineHosted))
 	gauge(descOfflinePartitions, float64(offline+offlineHosted))
 	gauge(descActiveController, active)
+	gauge(descUncleanElections, float64(b.uncleanElections.Load()), "unclean") // a count since start, as the meter's Count
+	gauge(descUncleanElections, float64(b.lastKnownElections.Load()), "last_known_leader")
 	gauge(descGlobalTopics, float64(im.NumTopics()))
 	gauge(descGlobalPartitions, float64(total))
 }
