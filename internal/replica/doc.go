@@ -17,6 +17,14 @@
 //
 // # Replication (design §2: Kafka 4.2's ISR protocol)
 //
+// Incarnations. A leadership the metadata still gives an earlier
+// incarnation of this broker (it restarted before the controller fenced
+// it) is hosted as no leadership (ForIncarnation) until the new
+// registration moves it: that process's unsynced records died with it, and
+// followers fetching from a shorter leader in the same epoch would
+// truncate to it. Kafka gets the same by installing its metadata
+// publishers only after registering.
+//
 // Leader. A leader of several replicas keeps its ISR state in an
 // isr.Leader (package isr: the pure state machine; see its doc for the
 // rules): followers' log end offsets and caught-up times from their
@@ -50,8 +58,11 @@
 // the role's read lock for the epoch they were fetched in, so nothing lands
 // after the partition moved on; an answer whose partition was truncated or
 // re-added meanwhile is dropped. Under gregor.ack.fsync every partition
-// appended to is fsynced before the next fetch, so a follower's fetch
-// offset, which the leader counts into the high watermark, is durable.
+// appended to is fsynced before the next fetch, and so is one whose fetch
+// offset is past its durable offset (a leader become follower, whose
+// acknowledgement fsyncs had not run: syncFetchOffsets), so a follower's
+// fetch offset, which the leader counts into the high watermark, is
+// durable.
 // Then the follower takes the leader's high watermark (bounded by its own
 // log end offset) and log start offset. OFFSET_OUT_OF_RANGE truncates to
 // a leader log that ends below (an unclean election) or restarts at one
