@@ -202,10 +202,3 @@ func (a *alterManager) requeue(batch map[*Partition]*isr.Proposal) {
 		}
 	}
 }
-
-// pending is how many proposals wait (metrics, tests).
-func (a *alterManager) pending() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.queue)
-}

@@ -126,6 +126,10 @@ func (fs *fetchers) stop() {
 	}
 }
 
+// FollowerState describes a followed partition's fetch (for admin views):
+// false when this broker does not fetch it.
+func (m *Manager) FollowerState(p *Partition) (FollowerState, bool) { return m.repl.fetchers.state(p) }
+
 // state describes p's fetch for the admin views.
 func (fs *fetchers) state(p *Partition) (FollowerState, bool) {
 	fs.mu.Lock()

@@ -40,19 +40,6 @@ func (m *Manager) applyLeaderState(p *Partition, role *Role, a *isr.Assignment, 
 	role.ISR = int32(len(p.leader.ISR()))
 }
 
-// setMinISR passes a new min.insync.replicas to p's ISR state.
-func (m *Manager) setMinISR(p *Partition, n int32) {
-	p.roleMu.RLock()
-	if p.leader != nil {
-		p.replMu.Lock()
-		p.leader.SetMinISR(n)
-		p.replMu.Unlock()
-	}
-	p.roleMu.RUnlock()
-	m.advanceHW(p)
-	m.checkMinISR(p)
-}
-
 // DivergingEpoch is the leader's divergence check of a fetch that names the
 // epoch of the last batch its fetcher holds (Kafka's readRecords, KIP-320),
 // made before reading: nil when the fetcher's log matches; an
