@@ -244,3 +244,59 @@ func TestReplicationMinISR(t *testing.T) {
 	brokertest.Produce(t, c.Client(kgo.RequiredAcks(kgo.AllISRAcks())), &kgo.Record{Topic: "m", Value: []byte("d")})
 	consumeIn(t, c, "m", []string{"a", "c", "d"})
 }
+
+// TestReplicationReassign moves a partition's replicas as an operator
+// would (AlterPartitionReassignments): an RF 1 partition with records is
+// reassigned to all three nodes, the new replicas copy the log from its
+// leader and join the ISR; then it is reassigned to one node that did not
+// hold it at first, and its records are all still read back.
+func TestReplicationReassign(t *testing.T) {
+	c := brokertest.StartCluster(t, 3, replProps, false)
+	adm := c.Admin()
+	ctx := brokertest.Context(t, 60*time.Second)
+	if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")}, "ra"); err != nil {
+		t.Fatal(err)
+	}
+	everywhere(t, c, "ra")
+	cl := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
+	var want []string
+	for i := range 20 {
+		want = append(want, strconv.Itoa(i))
+		brokertest.Produce(t, cl, &kgo.Record{Topic: "ra", Value: []byte(want[i])})
+	}
+	first := leaderOf(c, "ra", 0)
+	reassign := func(to []int32) {
+		t.Helper()
+		var req kadm.AlterPartitionAssignmentsReq
+		req.Assign("ra", 0, to)
+		resp, err := adm.AlterPartitionAssignments(ctx, req)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("reassigning ra-0 to %v: %v", to, err)
+		}
+	}
+	reassign([]int32{1, 2, 3})
+	for _, b := range c.Running() {
+		eventually(t, "every node holds the 20 records and is in the ISR", func() error {
+			if got := isrOf(b, "ra", 0); len(got) != 3 {
+				return fmt.Errorf("ISR %v", got)
+			}
+			if leo := logEnd(b, "ra", 0); leo != 20 {
+				return fmt.Errorf("node %d log end %d", b.Config().NodeID(), leo)
+			}
+			return nil
+		})
+	}
+	other := int32(1 + first%3)
+	reassign([]int32{other})
+	eventually(t, "the partition lives on the new node alone", func() error {
+		pi := c.Running()[0].Metadata().Partition("ra", 0)
+		if pi == nil || !slices.Equal(pi.Replicas, []int32{other}) || pi.Leader != other {
+			return fmt.Errorf("partition %+v", pi)
+		}
+		return nil
+	})
+	consumeIn(t, c, "ra", want)
+}
