@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -293,4 +294,62 @@ func partitionBytes(dataDir, name string) ([]byte, error) {
 		out = append(out, b...)
 	}
 	return out, nil
+}
+
+// A zombie leader: the leader of a partition SIGSTOPped past
+// broker.session.timeout.ms under acks=all load (the controller fences it
+// and elects another leader), then SIGCONTed. Whatever it still answers
+// after it lost the leadership, nothing it acknowledged is lost: every
+// acknowledged record is read back at its offset and the replicas end
+// equal.
+func TestReplicationZombieLeader(t *testing.T) {
+	c := newCluster(t, 3)
+	const topic = "zombie"
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	resp, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+	cancel()
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v / %v", topic, err, resp.Err)
+	}
+	stop := make(chan struct{})
+	lp := startLoad(t, c, topic, stop)
+	waitAcks(t, lp, 300)
+	leader, _ := leaderOf(t, c, topic, 0)
+	nd := c.node(leader)
+	if err := nd.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nd.cmd.Process.Signal(syscall.SIGCONT) })
+	// Another node leads partition 0 once the session expired.
+	if !poll(30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		m, err := kadm.NewClient(c.nodeClient(1+leader%3)).Metadata(ctx, topic)
+		if err != nil {
+			return false
+		}
+		l := m.Topics[topic].Partitions[0].Leader
+		return l >= 0 && l != leader
+	}) {
+		t.Fatalf("no other leader of %s-0 while node %d is stopped", topic, leader)
+	}
+	waitAcks(t, lp, 300)
+	if err := nd.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitAcks(t, lp, 300)
+	close(stop)
+	select {
+	case <-lp.done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the producer did not finish within 90s")
+	}
+	lp.mu.Lock()
+	acked, failed := lp.acked, lp.failed
+	lp.mu.Unlock()
+	t.Logf("%d records acknowledged, %d failed; node %d stopped past its session and resumed", len(acked), failed, leader)
+	waitFullISR(t, c, topic, 3)
+	checkReadBack(t, c, topic, acked)
+	checkReplicasEqual(t, c, topic, 3)
 }
