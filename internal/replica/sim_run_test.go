@@ -9,7 +9,7 @@ import (
 )
 
 // TestSimulation runs the deterministic simulation over many seeds: 300
-// short runs by default (30 under -race, 100 with -short), 20,000 longer
+// short runs by default (30 under -race, 100 with -short), 5,000 longer
 // ones under GREGOR_LONG=1 (or GREGOR_SIM_SEEDS=N); GREGOR_SIM_SEED=N
 // replays one seed.
 func TestSimulation(t *testing.T) {
@@ -19,7 +19,7 @@ func TestSimulation(t *testing.T) {
 		seeds = 30
 	}
 	if os.Getenv("GREGOR_LONG") != "" {
-		seeds, o.steps = 20000, 1500
+		seeds, o.steps = 5000, 1500
 	}
 	if n, err := strconv.Atoi(os.Getenv("GREGOR_SIM_SEEDS")); err == nil {
 		seeds = n
