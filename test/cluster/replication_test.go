@@ -97,7 +97,8 @@ func leaderOf(t *testing.T, c *cluster, topic string, p int32) (int32, []int32) 
 // The acceptance for replication, on real processes: RF 3, min ISR
 // 2, a franz-go producer with acks=all under steady load, the leader of a
 // partition SIGKILLed (twice; five times under GREGOR_LONG=1) and started
-// again each time. Every acknowledged record is read back once, at the
+// again each time, then a follower SIGKILLed and the leader stopped by
+// SIGTERM (controlled shutdown), each started again. Every acknowledged record is read back once, at the
 // offset it was acknowledged at; the ISR grows back to three; every
 // replica's log ends equal, byte for byte.
 func TestReplicationLeaderKill(t *testing.T) {
@@ -133,6 +134,30 @@ func TestReplicationLeaderKill(t *testing.T) {
 		c.start(leader)
 		c.waitReady(leader, 60*time.Second)
 	}
+	// A follower SIGKILLed, then the leader stopped cleanly (SIGTERM:
+	// controlled shutdown moves its leaderships first).
+	waitAcks(t, lp, 300)
+	leader, isr := leaderOf(t, c, topic, 0)
+	for _, id := range isr {
+		if id != leader {
+			c.sigkill(id)
+			waitAcks(t, lp, 300)
+			c.start(id)
+			c.waitReady(id, 60*time.Second)
+			break
+		}
+	}
+	waitFullISR(t, c, topic, 3)
+	leader, _ = leaderOf(t, c, topic, 0)
+	start := time.Now()
+	if err := c.sigterm(leader); err != nil {
+		t.Fatalf("SIGTERM of node %d: %v", leader, err)
+	}
+	waitAcks(t, lp, 300)
+	t.Logf("node %d (leader of %s-0) stopped by SIGTERM; 300 more acknowledged %v after the signal", leader, topic,
+		time.Since(start).Round(time.Millisecond))
+	c.start(leader)
+	c.waitReady(leader, 60*time.Second)
 	waitAcks(t, lp, 300)
 	close(stop)
 	select {
