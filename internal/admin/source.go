@@ -291,11 +291,28 @@ type PartitionView struct {
 
 // ReplicaView is one replica's state as the leader sees it.
 type ReplicaView struct {
-	BrokerID       int32 `json:"broker_id"`
+	BrokerID int32 `json:"broker_id"`
+	// LogEndOffset is -1 while the leader has no fetch from it yet.
 	LogEndOffset   int64 `json:"log_end_offset"`
 	InISR          bool  `json:"in_isr"`
 	Leader         bool  `json:"leader"`
 	LastCaughtUpMs int64 `json:"last_caught_up_ms"` // unix ms; the leader: now
+	// LagOffsets is how far its log end is behind the leader's; LagMs how
+	// long ago it was last caught up (replica.lag.time.max.ms counts it).
+	LagOffsets int64 `json:"lag_offsets"`
+	LagMs      int64 `json:"lag_ms"`
+	// OutOfISR is why it left the ISR (nil for members, or unknown).
+	OutOfISR *ISRDeparture `json:"out_of_isr,omitempty"`
+	// WaitsFor are the conditions it must meet to rejoin the ISR.
+	WaitsFor []string `json:"waits_for,omitempty"`
+}
+
+// ISRDeparture is why and when a replica left the ISR.
+type ISRDeparture struct {
+	// Cause: lagged, fenced, controlled-shutdown, ...
+	Cause  string `json:"cause"`
+	Detail string `json:"detail"`
+	AtMs   int64  `json:"at_ms"`
 }
 
 // SegmentView is one segment file of a partition.

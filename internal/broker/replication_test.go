@@ -100,6 +100,20 @@ func TestReplicationRF3(t *testing.T) {
 		return nil
 	})
 	produce(10)
+	// The leader says why the follower is out and what it waits for.
+	eventually(t, "the leader explains the departure", func() error {
+		part, _ := lb.Replicas().Get(topicpart.TopicPartition{Topic: "r", Partition: 0})
+		for _, v := range lb.Replicas().ReplicaViews(part) {
+			if v.ID != followers[0] {
+				continue
+			}
+			if v.InISR || v.Departure == nil || len(v.Blockers) == 0 {
+				return fmt.Errorf("view of the stopped follower: %+v", v)
+			}
+			return nil
+		}
+		return fmt.Errorf("no view of broker %d", followers[0])
+	})
 
 	c.Restart(followers[0])
 	eventually(t, "the restarted follower rejoins the ISR", func() error {

@@ -223,3 +223,18 @@ func (p *Partition) LeaderEpochStartOffset() int64 {
 	defer p.replMu.Unlock()
 	return p.leader.LeaderEpochStartOffset()
 }
+
+// ReplicaViews describes every replica of p as its leader sees it (log end
+// offsets, last caught-up times, ISR membership, why a replica left the ISR
+// and what it waits for to rejoin); nil when this broker does not lead p
+// with followers.
+func (m *Manager) ReplicaViews(p *Partition) []isr.ReplicaView {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if p.leader == nil || !p.role.Leader {
+		return nil
+	}
+	p.replMu.Lock()
+	defer p.replMu.Unlock()
+	return p.leader.View(p.Log.LogEndOffset(), p.Log.HighWatermark(), m.now(), m.brokerInfo)
+}

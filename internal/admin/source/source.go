@@ -26,6 +26,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/replica/isr"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
@@ -39,6 +40,9 @@ type Metadata interface {
 // Partitions finds the partitions this broker hosts (*replica.Manager).
 type Partitions interface {
 	Get(tp topicpart.TopicPartition) (*replica.Partition, bool)
+	// ReplicaViews is every replica as the leader sees it (nil unless
+	// this broker leads the partition with followers).
+	ReplicaViews(p *replica.Partition) []isr.ReplicaView
 }
 
 // Logs is the broker's log dirs and the logs in them (*logmgr.Manager).
@@ -391,6 +395,35 @@ func (s *Source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatu
 	return ps
 }
 
+// replicaViews is every replica as the leader sees it, or this broker's own
+// replica alone when it is a follower or the only replica.
+func (s *Source) replicaViews(h *hostedPartition, now time.Time) []admin.ReplicaView {
+	views := s.d.Partitions.ReplicaViews(h.part)
+	if views == nil {
+		node := s.d.Config().NodeID()
+		pi := h.topic.Partitions[h.index]
+		return []admin.ReplicaView{{BrokerID: node, LogEndOffset: h.snap.LogEndOffset, InISR: slices.Contains(pi.ISR, node),
+			Leader: h.part.IsLeader(), LastCaughtUpMs: now.UnixMilli()}}
+	}
+	out := make([]admin.ReplicaView, 0, len(views))
+	for _, rv := range views {
+		av := admin.ReplicaView{BrokerID: rv.ID, LogEndOffset: rv.LogEndOffset, InISR: rv.InISR, Leader: rv.Leader,
+			LagOffsets: max(h.snap.LogEndOffset-rv.LogEndOffset, 0)}
+		if !rv.LastCaughtUp.IsZero() {
+			av.LastCaughtUpMs = rv.LastCaughtUp.UnixMilli()
+			av.LagMs = max(now.Sub(rv.LastCaughtUp).Milliseconds(), 0)
+		}
+		if d := rv.Departure; d != nil {
+			av.OutOfISR = &admin.ISRDeparture{Cause: d.Cause, Detail: d.Detail, AtMs: d.At.UnixMilli()}
+		}
+		for _, b := range rv.Blockers {
+			av.WaitsFor = append(av.WaitsFor, b.Detail)
+		}
+		out = append(out, av)
+	}
+	return out
+}
+
 // Partition describes one hosted partition in full.
 func (s *Source) Partition(ctx context.Context, topic string, partition int32) (admin.PartitionView, error) {
 	h, err := s.hosted(topic, partition)
@@ -402,10 +435,7 @@ func (s *Source) Partition(ctx context.Context, topic string, partition int32) (
 	snap := &h.snap
 	v := admin.PartitionView{Topic: topic, TopicID: h.topic.ID.String(), Partition: partition, Dir: h.part.Log.Dir(),
 		PartitionSummary: s.partitionSummary(&h, st), Cleaner: st, Configs: s.configs(h.topic, partitionConfigs)}
-	// This broker's own replica; followers' state comes with replication.
-	node := s.d.Config().NodeID()
-	v.ReplicaState = []admin.ReplicaView{{BrokerID: node, LogEndOffset: snap.LogEndOffset, InISR: slices.Contains(v.ISR, node),
-		Leader: h.part.IsLeader(), LastCaughtUpMs: now.UnixMilli()}}
+	v.ReplicaState = s.replicaViews(&h, now)
 
 	plan := log.PlanRetention(snap, now.UnixMilli())
 	for i, seg := range snap.Segments {
