@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -125,6 +126,26 @@ func TestReplicationRF3(t *testing.T) {
 	if leo := logEnd(c.Brokers[followers[0]-1], "r", 0); leo != 30 {
 		t.Fatalf("the restarted follower's log end is %d, want 30", leo)
 	}
+	eventually(t, "the follower reports its fetcher lag, 0 once caught up", func() error {
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(c.Brokers[followers[1]-1].Replicas().Collector()); err != nil {
+			return err
+		}
+		fams, err := reg.Gather()
+		if err != nil {
+			return err
+		}
+		for _, f := range fams {
+			if f.GetName() == "kafka_server_fetcherlagmetrics_consumerlag" {
+				for _, m := range f.GetMetric() {
+					if m.GetGauge().GetValue() == 0 {
+						return nil
+					}
+				}
+			}
+		}
+		return fmt.Errorf("no consumerlag series at 0")
+	})
 	consumeIn(t, c, "r", want)
 }
 

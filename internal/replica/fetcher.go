@@ -130,6 +130,30 @@ func (fs *fetchers) stop() {
 // false when this broker does not fetch it.
 func (m *Manager) FollowerState(p *Partition) (FollowerState, bool) { return m.repl.fetchers.state(p) }
 
+// lags is each followed partition's lag behind its leader's high
+// watermark as of the leader's last answer (Kafka's FetcherLagMetrics:
+// max(0, high watermark - fetch offset)); partitions without an answer yet
+// are left out.
+func (fs *fetchers) lags() map[*Partition]int64 {
+	fs.mu.Lock()
+	fetchers := make([]*fetcher, 0, len(fs.byID))
+	for _, f := range fs.byID {
+		fetchers = append(fetchers, f)
+	}
+	fs.mu.Unlock()
+	out := map[*Partition]int64{}
+	for _, f := range fetchers {
+		f.mu.Lock()
+		for p, st := range f.parts {
+			if st.leaderHW >= 0 {
+				out[p] = max(st.leaderHW-st.fetchOffset, 0)
+			}
+		}
+		f.mu.Unlock()
+	}
+	return out
+}
+
 // state describes p's fetch for the admin views.
 func (fs *fetchers) state(p *Partition) (FollowerState, bool) {
 	fs.mu.Lock()

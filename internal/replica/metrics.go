@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -223,6 +224,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	c.repl.expands.Describe(ch)
 	ch <- descPurgatorySize
 	ch <- descDelayedFetches
+	ch <- descFetcherLag
+	ch <- descMaxLag
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -233,7 +236,21 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	fetches, regs := (*Manager)(c).FetchWaiters()
 	ch <- prometheus.MustNewConstMetric(descPurgatorySize, prometheus.GaugeValue, float64(regs))
 	ch <- prometheus.MustNewConstMetric(descDelayedFetches, prometheus.GaugeValue, float64(fetches))
+	var maxLag int64
+	for p, lag := range c.repl.fetchers.lags() {
+		maxLag = max(maxLag, lag)
+		ch <- prometheus.MustNewConstMetric(descFetcherLag, prometheus.GaugeValue, float64(lag), p.TP.Topic, strconv.Itoa(int(p.TP.Partition)))
+	}
+	ch <- prometheus.MustNewConstMetric(descMaxLag, prometheus.GaugeValue, float64(maxLag))
 }
+
+var (
+	descFetcherLag = prometheus.NewDesc("kafka_server_fetcherlagmetrics_consumerlag",
+		"Offsets a followed partition is behind its leader's high watermark in the leader's last answer (FetcherLagMetrics ConsumerLag).",
+		[]string{"topic", "partition"}, nil)
+	descMaxLag = prometheus.NewDesc("kafka_server_replicafetchermanager_maxlag",
+		"The largest lag of the partitions this broker follows, in offsets (ReplicaFetcherManager MaxLag, clientId=Replica).", nil, nil)
+)
 
 // count adds n to counter i of p's topic and of all topics.
 func (p *Partition) count(i, n int) { p.stats.add(i, float64(n)) }
