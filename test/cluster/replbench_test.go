@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -95,5 +96,59 @@ func TestLongReplicationThroughput(t *testing.T) {
 		rf1, rf1CPU := produceFor(t, c, "rf1", kgo.AllISRAcks(), d)
 		t.Logf("round %d: RF3 acks=all %.1f MiB/s (%.0f MiB per cluster CPU-s); RF3 acks=1 %.1f MiB/s (%.0f); RF1 acks=all %.1f MiB/s (%.0f); "+
 			"acks=all/acks=1 = %.2f, RF3/RF1 = %.2f", round, all, allCPU, one, oneCPU, rf1, rf1CPU, all/one, all/rf1)
+	}
+}
+
+// The unavailability figure: how long partition 0 of an RF 3 topic
+// takes acks=all writes again after its leader is SIGKILLed (bound:
+// broker.session.timeout.ms + 1 s, 2 s here) and after it is stopped by
+// SIGTERM (controlled shutdown; bound 1 s), over 20 of each, each node
+// restarted after. GREGOR_LONG=1 only; it logs the figures, asserting
+// nothing about timing.
+func TestLongLeaderUnavailability(t *testing.T) {
+	if os.Getenv("GREGOR_LONG") == "" {
+		t.Skip("set GREGOR_LONG=1 to run")
+	}
+	c := newCluster(t, 3)
+	const topic = "avail"
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.client(kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration {
+		return 20 * time.Millisecond
+	}))
+	write := func() time.Duration {
+		start := time.Now()
+		wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer wcancel()
+		if err := cl.ProduceSync(wctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatalf("produce: %v", err)
+		}
+		return time.Since(start)
+	}
+	for _, how := range []string{"SIGKILL", "SIGTERM"} {
+		var took []time.Duration
+		for range 20 {
+			write()
+			waitFullISR(t, c, topic, 1)
+			leader, _ := leaderOf(t, c, topic, 0)
+			start := time.Now()
+			if how == "SIGKILL" {
+				c.sigkill(leader)
+			} else if err := c.sigterm(leader); err != nil {
+				t.Fatal(err)
+			}
+			write()
+			took = append(took, time.Since(start))
+			c.start(leader)
+			c.waitReady(leader, 60*time.Second)
+		}
+		slices.Sort(took)
+		t.Logf("%s of the leader: an acks=all write succeeded after min %v, median %v, p95 %v, max %v (20 runs)", how,
+			took[0].Round(time.Millisecond), took[10].Round(time.Millisecond), took[18].Round(time.Millisecond),
+			took[19].Round(time.Millisecond))
 	}
 }
