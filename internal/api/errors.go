@@ -30,6 +30,8 @@ var errorTable = []struct {
 	{log.ErrNoSpace, kerr.KafkaStorageError}, // retriable: clients back off and retry
 	{log.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{log.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
+	{log.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{log.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	{log.ErrClosed, kerr.NotLeaderForPartition},
 	{config.ErrInvalidConfig, kerr.InvalidConfig},
 	{config.ErrInvalidRequest, kerr.InvalidRequest},

@@ -389,6 +389,9 @@ type fetchResult struct {
 	records []byte
 	body    log.Span
 	size    int
+	// aborted are the aborted transactions a read_committed reader of the
+	// records must filter out.
+	aborted []log.AbortedTxn
 }
 
 // bulkOrPlain is the response to send: one that reads bodies while it is
@@ -418,9 +421,11 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, maxBytes int32, parts []fetc
 			continue
 		}
 		l := fp.hosted.Log
-		res.leo = l.LogEndOffset()
-		res.hw, res.logStart = l.HighWatermark(), l.LogStartOffset()
+		// The last stable offset first: read after it, the high watermark
+		// is never below it (nor the log end offset below the high watermark).
 		res.lso = l.LastStableOffset()
+		res.hw, res.logStart = l.HighWatermark(), l.LogStartOffset()
+		res.leo = l.LogEndOffset()
 		if fp.diverging != nil {
 			anyErr = true // answered at once, with no records (Kafka's fetchMessages)
 			continue
@@ -445,6 +450,9 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, maxBytes int32, parts []fetc
 			} else if res.body, err = span.Whole(); err == nil {
 				res.size = res.body.Size()
 			}
+		}
+		if err == nil && res.size > 0 && req.IsolationLevel == 1 && !follower {
+			res.aborted, err = abortedIn(l, fp.sp.FetchOffset, res, bound)
 		}
 		if err != nil {
 			res.err, anyErr = err, true
@@ -528,7 +536,10 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 			}
 		}
 		if req.IsolationLevel == 1 {
-			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			p.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(res.aborted))
+			for i, a := range res.aborted {
+				p.AbortedTransactions[i] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+			}
 		}
 		// An empty record set, never null: librdkafka rejects a null one.
 		p.RecordBatches = res.records
@@ -559,4 +570,18 @@ func (h *Handler) finishFetch(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, 
 type encodedBody struct {
 	topic, part int
 	span        log.Span
+}
+
+// abortedIn lists the aborted transactions overlapping the records a
+// read_committed fetch returns (Kafka's LocalLog.addAbortedTransactions):
+// from the fetch offset to the offset after the last batch returned.
+func abortedIn(l *log.Log, fetchOffset int64, res *fetchResult, bound int64) ([]log.AbortedTxn, error) {
+	upper := res.body.NextOffset()
+	if res.records != nil {
+		upper = log.NextOffsetOf(res.records)
+	}
+	if upper < 0 {
+		upper = bound
+	}
+	return l.AbortedTransactions(fetchOffset, upper)
 }

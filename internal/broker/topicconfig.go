@@ -8,7 +8,8 @@ import (
 
 // LogConfig turns a resolved topic config, and the broker-level settings a
 // partition log uses (producer.id.expiration.ms), into the log's
-// configuration.
+// configuration (producer.id.expiration.ms,
+// transaction.partition.verification.enable).
 func LogConfig(t config.Topic, b *config.Broker) log.Config {
 	return log.Config{
 		SegmentBytes:       t.SegmentBytes,
@@ -35,7 +36,8 @@ func LogConfig(t config.Topic, b *config.Broker) log.Config {
 		MaxCompactionLagMs:     t.MaxCompactionLagMs,
 		MinCleanableDirtyRatio: t.MinCleanableDirtyRatio,
 
-		ProducerIDExpirationMs: b.Long("producer.id.expiration.ms"),
+		ProducerIDExpirationMs:  b.Long("producer.id.expiration.ms"),
+		TransactionVerification: b.Bool("transaction.partition.verification.enable"),
 	}
 }
 

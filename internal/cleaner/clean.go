@@ -296,6 +296,11 @@ func (rd *round) cleanGroup(env *filterEnv, group []int, end int64) error {
 	old := make([]log.Segment, 0, len(group))
 	unchanged := true
 	var last record.Header
+	aborted, err := groupAborted(segs, group)
+	if err != nil {
+		w.Abort()
+		return err
+	}
 	for _, i := range group {
 		old = append(old, segs[i])
 		rd.stats.SegmentsRead++
@@ -336,6 +341,12 @@ func (rd *round) cleanGroup(env *filterEnv, group []int, end int64) error {
 			if err := w.Append(out); err != nil {
 				w.Abort()
 				return err
+			}
+			if a, ok := aborted[h.BaseOffset]; ok && h.Control() && keepsRecords(out) {
+				if err := w.AppendAborted(a); err != nil {
+					w.Abort()
+					return err
+				}
 			}
 		}
 	}
@@ -384,4 +395,31 @@ func (t *throttler) slept() time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.throttle
+}
+
+// groupAborted maps the ABORT markers of a group's segments to their
+// aborted-transaction index entries, so those the cleaning keeps keep their
+// entries (Kafka re-appends them to the cleaned segment's index).
+func groupAborted(segs []log.Segment, group []int) (map[int64]log.AbortedTxn, error) {
+	var out map[int64]log.AbortedTxn
+	for _, i := range group {
+		entries, err := segs[i].AbortedTxns()
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range entries {
+			if out == nil {
+				out = make(map[int64]log.AbortedTxn)
+			}
+			out[a.LastOffset] = a
+		}
+	}
+	return out, nil
+}
+
+// keepsRecords reports whether a batch written to a cleaned segment still
+// has records (an emptied batch keeps only a producer's offsets).
+func keepsRecords(batch []byte) bool {
+	h, err := record.ParseHeader(batch)
+	return err == nil && h.NumRecords > 0
 }

@@ -61,10 +61,12 @@
 // a producer's last batch is kept, emptied of records if need be (Kafka's
 // RETAIN_EMPTY), so its sequence and epoch survive. Records without a key
 // are dropped, as Kafka drops them (produce refuses them on compacted
-// topics; they can only predate a switch to compact). Gregor has no aborted
-// transaction index yet: outcomes come from the markers pass 1 reads, and a
-// transaction whose marker lies beyond the cleanable range ends the round
-// before its first batch.
+// topics; they can only predate a switch to compact). Outcomes come from the
+// markers pass 1 reads, and a transaction whose marker lies beyond the
+// cleanable range ends the round before its first batch (the last stable
+// offset bounds the range too). Every ABORT marker a cleaned segment keeps
+// keeps its aborted-transaction index entry (.txnindex) there, carried from
+// the segment it came from; an abort marker that goes takes its entry.
 //
 // # Failures
 //

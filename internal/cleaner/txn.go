@@ -1,47 +1,39 @@
 package cleaner
 
 import (
-	"encoding/binary"
 	"errors"
 
 	"github.com/gregor-broker/gregor/internal/record"
 )
 
-// Transactions during cleaning. Gregor keeps no aborted-transaction index
-// yet, so the cleaner learns outcomes from the markers themselves: pass 1
-// sees the markers of the dirty range, and a transaction whose marker it has
-// not seen is never cleaned past (its first offset ends the round). Pass 2
+// Transactions during cleaning. The cleaner learns outcomes from the markers
+// themselves: pass 1 sees the markers of the dirty range, and a transaction
+// whose marker it has not seen is never cleaned past (its first offset ends
+// the round); the last stable offset bounds the range too (Assess). Pass 2
 // then follows Kafka's CleanedTransactionMetadata: records of aborted
-// transactions are removed, and a marker goes only once no batch of its
-// transaction is left, after its delete horizon.
+// transactions are removed, a marker goes only once no batch of its
+// transaction is left, after its delete horizon, and every ABORT marker kept
+// keeps its aborted-transaction index entry in the cleaned segment.
 
-// controlType is a control record's type (Kafka's ControlRecordType).
-type controlType int8
+// controlType is a control record's type; one definition, in record.
+type controlType = record.ControlType
 
 const (
-	controlAbort   controlType = 0
-	controlCommit  controlType = 1
-	controlUnknown controlType = -1
+	controlAbort   = record.ControlAbort
+	controlCommit  = record.ControlCommit
+	controlUnknown = record.ControlUnknown
 )
 
 var errFirstRecord = errors.New("stop")
 
-// controlTypeOf reads the type from a control batch's first record key
-// (int16 version, int16 type).
+// controlTypeOf reads a control batch's type; one that cannot be read is
+// unknown, and the cleaner keeps it.
 func controlTypeOf(batch []byte, maxOut int) controlType {
-	t := controlUnknown
-	record.Iterate(batch, maxOut, func(r *record.Record) error {
-		if len(r.Key) >= 4 {
-			switch v := int16(binary.BigEndian.Uint16(r.Key[2:])); v {
-			case 0:
-				t = controlAbort
-			case 1:
-				t = controlCommit
-			}
-		}
-		return errFirstRecord
-	})
-	return t
+	m, err := record.ParseControl(batch, maxOut)
+	if err != nil {
+		return controlUnknown
+	}
+	return m.Type
 }
 
 // abortedTxn is one aborted transaction: its producer, its first data offset

@@ -1,7 +1,6 @@
 package cleaner
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -37,7 +36,13 @@ func (p *producerLog) batch(pid int64, txn bool, recs ...kv) log.AppendResult {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	res, err := p.l.Append(b, log.OriginClient, 0)
+	var res log.AppendResult
+	if txn {
+		g := p.l.StartTransactionVerification(pid, spec.BaseSequence, 0, false)
+		res, err = p.l.AppendVerified(b, 0, g)
+	} else {
+		res, err = p.l.Append(b, log.OriginClient, 0)
+	}
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -50,14 +55,8 @@ func (p *producerLog) batch(pid int64, txn bool, recs ...kv) log.AppendResult {
 
 func (p *producerLog) marker(pid int64, typ controlType) int64 {
 	p.t.Helper()
-	key := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, 0), uint16(typ))
-	val := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, 0), 7)
-	b, err := record.Build(&record.BatchSpec{ProducerID: pid, ProducerEpoch: 0, BaseSequence: -1, Transactional: true,
-		Control: true, Records: []record.BuildRecord{{Timestamp: p.clk.Now().UnixMilli(), Key: key, Value: val}}})
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	res, err := p.l.Append(b, log.OriginCoordinator, 0)
+	res, err := p.l.AppendMarker(log.MarkerSpec{ProducerID: pid, ProducerEpoch: 0, Commit: typ == controlCommit,
+		CoordinatorEpoch: 7, TransactionVersion: log.TV1}, 0)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -135,6 +134,17 @@ func TestTransactionsAreCleanedAsKafkaDoes(t *testing.T) {
 			t.Fatalf("marker at %d removed while its transaction's batches were there", off)
 		}
 	}
+	// The kept ABORT marker keeps its aborted-transaction index entry in
+	// the cleaned segment (consumers that still meet it filter by it).
+	wantAborted := []log.AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: abort, LastStableOffset: abort + 1}}
+	checkAborted := func(want []log.AbortedTxn) {
+		t.Helper()
+		got, err := l.AbortedTransactions(0, l.LogEndOffset())
+		if err != nil || !cmp.Equal(got, want) {
+			t.Fatalf("aborted transactions %+v %v, want %+v", got, err, want)
+		}
+	}
+	checkAborted(wantAborted)
 	// Next round (new writes): the aborted transaction's batches are gone,
 	// so its marker gets a delete horizon; the committed ones keep data.
 	p.batch(-1, false, put("k3", "x3b"))
@@ -148,6 +158,7 @@ func TestTransactionsAreCleanedAsKafkaDoes(t *testing.T) {
 	if m, _ := markerAt(hs, commitB); m.HasDeleteHorizon() {
 		t.Fatal("commit marker with data left got a horizon")
 	}
+	checkAborted(wantAborted)
 	// After the horizon the abort marker goes. Superseding b1 empties its
 	// batch, but producer 2's last batch stays (its sequence), and with it
 	// the commit marker of its transaction, as in Kafka while the producer
@@ -160,6 +171,7 @@ func TestTransactionsAreCleanedAsKafkaDoes(t *testing.T) {
 	if _, ok := markerAt(hs, abort); ok {
 		t.Fatal("abort marker still there after its horizon")
 	}
+	checkAborted(nil)
 	if _, ok := markerAt(hs, commitB); !ok {
 		t.Fatal("commit marker went while its transaction's batch is kept")
 	}

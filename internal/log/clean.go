@@ -56,6 +56,9 @@ func (s Segment) PositionFor(offset int64) int64 {
 	return pos
 }
 
+// AbortedTxns lists the segment's aborted-transaction index entries.
+func (s Segment) AbortedTxns() ([]AbortedTxn, error) { return s.s.txn.all() }
+
 // FirstBatchTimestamp is the max timestamp of the segment's first batch
 // (Kafka's LogSegment.getFirstBatchTimestamp, what max.compaction.lag.ms is
 // measured from); ok is false for an empty segment.
@@ -156,6 +159,7 @@ func (l *Log) NewCleanedSegment(base int64, bufSize int) (*CleanedSegment, error
 	cfg := l.config()
 	s := &segment{dir: l.dir, baseOffset: base, nextOffset: base, maxTimestamp: -1,
 		offsetOfMaxTimestamp: base, firstBatchMaxTimestamp: -1, createdMs: l.nowMs()}
+	s.txn = newTxnIndex(l.fs, s.path(TxnIndexSuffix+CleanedSuffix))
 	w := &CleanedSegment{l: l, seg: s, bufSize: max(bufSize, 4096)}
 	var err error
 	if s.file, err = l.fs.Create(s.path(LogSuffix + CleanedSuffix)); err != nil {
@@ -207,6 +211,19 @@ func (w *CleanedSegment) Append(batch []byte) error {
 	return nil
 }
 
+// AppendAborted adds an aborted transaction to the cleaned segment's
+// index: the cleaner carries over the entry of every ABORT marker it keeps
+// (Kafka's CleanedTransactionMetadata), in marker order.
+func (w *CleanedSegment) AppendAborted(a AbortedTxn) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if _, err := w.seg.txn.append(a); err != nil {
+		return w.l.ioErr(err)
+	}
+	return nil
+}
+
 func (w *CleanedSegment) flush() error {
 	if len(w.buf) == 0 {
 		return nil
@@ -243,6 +260,9 @@ func (w *CleanedSegment) finish() error {
 			return w.l.fail(fmt.Errorf("sync %s: %w", s.path(LogSuffix+CleanedSuffix), err))
 		}
 	}
+	if err := s.txn.sync(); err != nil {
+		return w.l.fail(err)
+	}
 	return nil
 }
 
@@ -253,7 +273,7 @@ func (w *CleanedSegment) Abort() {
 	}
 	w.closed = true
 	w.seg.close()
-	for _, sfx := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+	for _, sfx := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 		if err := w.l.fs.Remove(w.seg.path(sfx + CleanedSuffix)); err != nil && !vfs.IsNotExist(err) {
 			w.l.logger.Warn("could not remove cleaned file", "path", w.seg.path(sfx+CleanedSuffix), "err", err)
 		}
@@ -304,7 +324,7 @@ func (l *Log) ReplaceSegments(w *CleanedSegment, old []Segment) error {
 	if err := l.renameCleaned(s, CleanedSuffix, SwapSuffix); err != nil {
 		// Undo as far as the disk lets us (the .log.swap first: it is what
 		// recovery would install; if it stays, that is still a valid log).
-		for _, sfx := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix} {
+		for _, sfx := range []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix} {
 			l.fs.Remove(s.path(sfx + SwapSuffix))
 		}
 		w.Abort()
@@ -325,6 +345,7 @@ func (l *Log) ReplaceSegments(w *CleanedSegment, old []Segment) error {
 	renameErr := l.renameCleaned(s, SwapSuffix, "")
 	if renameErr == nil {
 		s.index.path, s.timeIndex.path = s.path(IndexSuffix), s.path(TimeIndexSuffix)
+		s.txn.setPath(s.path(TxnIndexSuffix))
 	}
 	next := make([]*segment, 0, len(segs)-len(old)+1)
 	next = append(append(append(next, segs[:i]...), s), segs[i+len(old):]...)
@@ -365,11 +386,15 @@ func (l *Log) checkReplaceable(segs []*segment, old []Segment, w *CleanedSegment
 	return i, nil
 }
 
-// renameCleaned renames the new segment's three files from suffix from to
-// suffix to (appended to .log, .index, .timeindex), the .log last, and syncs
-// the directory.
+// renameCleaned renames the new segment's files from suffix from to suffix
+// to (appended to .log, .index, .timeindex, and .txnindex when it has
+// aborted transactions), the .log last, and syncs the directory.
 func (l *Log) renameCleaned(s *segment, from, to string) error {
-	for _, sfx := range []string{IndexSuffix, TimeIndexSuffix, LogSuffix} {
+	sfxs := []string{IndexSuffix, TimeIndexSuffix, LogSuffix}
+	if s.txn.count() > 0 {
+		sfxs = []string{IndexSuffix, TimeIndexSuffix, TxnIndexSuffix, LogSuffix}
+	}
+	for _, sfx := range sfxs {
 		if err := l.fs.Rename(s.path(sfx+from), s.path(sfx+to)); err != nil {
 			return err
 		}

@@ -6,9 +6,13 @@
 // Every log has four offsets, logStartOffset ≤ LSO ≤ HW ≤ LEO:
 //   - log start offset: the first offset readable; moved by retention and
 //     DeleteRecords (IncrementLogStartOffset), never by compaction;
-//   - last stable offset: min(first offset of an open transaction, HW),
-//     never below the log start offset (DeleteRecords may pass an open
-//     transaction's first offset; Kafka then raises the LSO with it);
+//   - last stable offset: min(first unstable offset, HW), never below the
+//     log start offset (DeleteRecords may pass an open transaction's first
+//     offset; Kafka then raises the LSO with it). The first unstable offset
+//     is the smallest first offset among open transactions and decided ones
+//     whose marker the HW has not passed yet (see Transactions). Published
+//     atomically whenever it may change (appends, HW and log start moves,
+//     truncation, load); read it before the HW to see LSO ≤ HW;
 //   - high watermark: a slot the partition layer drives. A leader raises it
 //     with MaybeIncrementHighWatermark, which never lowers it (concurrent
 //     advances may arrive out of order); SetHighWatermark sets it outright
@@ -45,7 +49,15 @@
 //   - B.snapshot: producer state as of offset B (Kafka's ProducerSnapshot v1;
 //     see Producer state), written at every roll and, when the log has more
 //     than one segment, at clean close;
-//   - B.txnindex: reserved for the aborted-transaction index.
+//   - B.txnindex: the aborted-transaction index (Kafka's TransactionIndex):
+//     34-byte entries (int16 version 0, int64 producer id, first offset,
+//     last offset = the ABORT marker's offset, last stable offset when the
+//     abort was appended), one per transaction aborted by a marker in this
+//     segment, in marker order; created by the first such abort, written
+//     after the marker itself, fsynced with the segment, cut by truncation
+//     and removed with the segment (before its .log: see completeSwap). A
+//     segment holds it open only while it has entries, so a segment with
+//     aborted transactions holds two open files, any other one.
 //
 // The index files hold exactly their entries. They are written when their
 // segment is sealed: it rolls, recovery rebuilds it, or the cleaner writes
@@ -156,6 +168,48 @@
 // answers its retry as a duplicate and checks its next sequence. (Kafka's
 // reload drops snapshots at or below the log start offset, so there a
 // restart after retention emptied the log forgets such producers.)
+//
+// # Transactions
+//
+// A transactional producer's first batch here opens a transaction (its
+// first offset enters the producer state); a marker (AppendMarker: an
+// uncompressed control batch of one record, key {0, type}, value {0,
+// coordinator epoch}, taking its own offset) ends it. A marker whose producer
+// has a transaction open yields a CompletedTxn: an abort gets an index entry,
+// and either outcome keeps holding the first unstable offset until the high
+// watermark passes the marker (Kafka's unreplicatedTxns: a leader that lost
+// the marker must not have exposed the transaction as stable). A marker with
+// no transaction open here only moves the producer's epoch and coordinator
+// epoch.
+//
+// The checks are Kafka's, in Kafka's order. Client batches: a duplicate of
+// the last five is answered with its offsets; an older epoch is
+// ErrInvalidProducerEpoch before anything else (KAFKA-19690); a
+// transactional batch that would open a transaction needs, with
+// TransactionVerification on, the producer's current VerificationGuard
+// (StartTransactionVerification, handed out before the coordinator is
+// asked; a marker or the transaction's first batch voids it, so a verified
+// batch overtaken by an abort cannot open a transaction nobody will end:
+// ErrInvalidTxnState); then the sequence (a verified transactions v2
+// producer with no batch here must start at 0, and of batches verified
+// together the lowest sequence goes first); then a plain batch from a
+// producer with a transaction open is ErrInvalidTxnState. Markers: an
+// older producer epoch is ErrInvalidProducerEpoch (transactions v2: not
+// newer, except a retry of a marker already written, KAFKA-19999); an older
+// coordinator epoch ErrTransactionCoordinatorFenced. Coordinator appends of
+// producer data (transactional offset commits) check the epoch and the
+// transactional flag; replicated batches are applied unchecked.
+//
+// AbortedTransactions is Kafka's collectAbortedTransactions for a
+// read_committed fetch: the entries overlapping [fetch offset, upper bound)
+// from the segment of the fetch offset on, stopping at the first entry whose
+// recorded last stable offset reaches the upper bound. Snapshots carry each
+// producer's open transaction; a load replays batch headers (and control
+// batches whole) from the snapshot and writes the index of every segment it
+// replays again from the snapshot's offset, so a crash between a marker and
+// its index entry, or in a truncation, leaves an index equal to a replay of
+// the log. OpenTransactions and ActiveProducers show the state
+// (DescribeProducers, the hanging-transaction detector).
 //
 // # Durability
 //

@@ -15,6 +15,13 @@ var (
 	// ErrInvalidProducerEpoch: a batch from a fenced (older) producer epoch.
 	// Kafka: INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = errors.New("invalid producer epoch")
+	// ErrInvalidTxnState: a transactional batch that opens a transaction the
+	// coordinator did not verify, or a plain batch from a producer with a
+	// transaction open. Kafka: INVALID_TXN_STATE.
+	ErrInvalidTxnState = errors.New("invalid transaction state")
+	// ErrTransactionCoordinatorFenced: a marker from a coordinator epoch older
+	// than the last marker's. Kafka: TRANSACTION_COORDINATOR_FENCED.
+	ErrTransactionCoordinatorFenced = errors.New("transaction coordinator fenced")
 	// ErrStorageFailed: a write or fsync of the log, or of another file in
 	// its log dir, failed; the log is out of service until a restart (see
 	// FailureDomain). Kafka: KAFKA_STORAGE_ERROR (the log dir is offline).

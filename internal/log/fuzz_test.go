@@ -222,7 +222,7 @@ func FuzzProducerSnapshot(f *testing.F) {
 	p := newProducerState()
 	for i := int64(0); i < 3; i++ {
 		h := record.Header{ProducerID: i, ProducerEpoch: int16(i), BaseSequence: int32(i * 100), LastOffsetDelta: 4, BaseOffset: i * 10, MaxTimestamp: 77}
-		p.update(&h)
+		p.update(&h, nil, -1)
 	}
 	f.Add(p.encodeSnapshot())
 	f.Add([]byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0})

@@ -44,6 +44,11 @@ type Config struct {
 	// producer idle that long (no open transaction) is forgotten by
 	// RemoveExpiredProducers and skipped when producer state is loaded.
 	ProducerIDExpirationMs int64
+	// TransactionVerification is the broker's
+	// transaction.partition.verification.enable (KIP-890 part 1): a client's
+	// transactional batch may open a transaction only with the guard of a
+	// verification the transaction coordinator passed.
+	TransactionVerification bool
 
 	// Compaction (read by the cleaner, not by the log itself).
 	DeleteRetentionMs      int64   // delete.retention.ms
@@ -60,7 +65,7 @@ func DefaultConfig() Config {
 		TimestampAfterMs: 3600 * 1000, Delete: true, RetentionMs: 7 * 24 * 3600 * 1000,
 		RetentionBytes: -1, FileDeleteDelayMs: 60000, FlushMessages: math.MaxInt64, FlushMs: math.MaxInt64,
 		DeleteRetentionMs: 86400000, MaxCompactionLagMs: math.MaxInt64, MinCleanableDirtyRatio: 0.5,
-		ProducerIDExpirationMs: 86400000,
+		ProducerIDExpirationMs: 86400000, TransactionVerification: true,
 	}
 }
 
@@ -128,6 +133,7 @@ type Log struct {
 	leo      atomic.Int64
 	logStart atomic.Int64
 	hw       atomic.Int64
+	lso      atomic.Int64 // last stable offset, republished under mu whenever it may change
 	durable  atomic.Int64 // recovery point: everything below is fsynced
 
 	mu        sync.Mutex // appender and structural changes
@@ -138,7 +144,11 @@ type Log struct {
 	// durable before the recovery point passes what they describe: sealed
 	// segments' index files and producer snapshots. The next sync fsyncs
 	// and closes them.
-	pending  []vfs.File
+	pending []vfs.File
+	// txnDirty are segments whose .txnindex a load's replay rewrote: the
+	// next sync fsyncs them. (Entries the appender adds go to the active
+	// segment and are synced with it, or with the rolled segments.)
+	txnDirty []*segment
 	dirDirty bool // directory entries created or removed since the last dir sync
 	// parentDirs are the directories whose entries Open changed by creating
 	// the log's directory (its parent, and theirs if Open made them too):
@@ -218,7 +228,15 @@ func (l *Log) HighWatermark() int64 { return l.hw.Load() }
 func (l *Log) SetHighWatermark(hw int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.hw.Store(l.clampHWLocked(hw))
+	l.setHWLocked(l.clampHWLocked(hw))
+}
+
+// setHWLocked stores the high watermark and what follows from it: decided
+// transactions whose marker it passed stop holding the last stable offset.
+func (l *Log) setHWLocked(hw int64) {
+	l.hw.Store(hw)
+	l.producers.onHighWatermark(hw)
+	l.updateLSOLocked()
 }
 
 // MaybeIncrementHighWatermark raises the high watermark to hw, clamped to
@@ -237,7 +255,7 @@ func (l *Log) MaybeIncrementHighWatermark(hw int64) bool {
 	if hw <= l.hw.Load() {
 		return false
 	}
-	l.hw.Store(hw)
+	l.setHWLocked(hw)
 	return true
 }
 
@@ -248,15 +266,14 @@ func (l *Log) clampHWLocked(hw int64) int64 {
 
 // LastStableOffset is min(first unstable offset, high watermark), raised to
 // the log start offset when DeleteRecords moved that past an open
-// transaction's first offset (as Kafka does): no open transaction's records
-// lie below it, and logStartOffset ≤ LSO ≤ HW.
-func (l *Log) LastStableOffset() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lsoLocked()
-}
+// transaction's first offset (as Kafka does): no record of an open
+// transaction, nor of a decided one whose marker is not yet under the high
+// watermark, lies below it, and logStartOffset ≤ LSO ≤ HW. It is published
+// atomically whenever it may change; a caller that wants it with the high
+// watermark reads it first (the high watermark only grows past it).
+func (l *Log) LastStableOffset() int64 { return l.lso.Load() }
 
-// lsoLocked is LastStableOffset with Log.mu held.
+// lsoLocked computes the last stable offset. Log.mu is held.
 func (l *Log) lsoLocked() int64 {
 	hw := l.hw.Load()
 	if fu, ok := l.producers.firstUnstableOffset(); ok && fu < hw {
@@ -264,6 +281,9 @@ func (l *Log) lsoLocked() int64 {
 	}
 	return hw
 }
+
+// updateLSOLocked republishes the last stable offset. Log.mu is held.
+func (l *Log) updateLSOLocked() { l.lso.Store(l.lsoLocked()) }
 
 // Size is the total bytes of the log's segments.
 func (l *Log) Size() int64 {
@@ -280,14 +300,16 @@ func (l *Log) NumSegments() int { return len(l.segments()) }
 // Append adds one batch (client or coordinator origin) or the leader's
 // batches as they are (replication origin). For leader appends, offsets and
 // leaderEpoch are written into the batch in place; the caller must not reuse
-// batch afterwards. Durability is separate: call SyncTo.
+// batch afterwards. Durability is separate: call SyncTo. A client's
+// transactional batch that would open a transaction needs AppendVerified
+// while transaction verification is on.
 func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResult, error) {
 	switch origin {
 	case OriginReplication:
 		return l.appendAsFollower(batch)
 	case OriginClient:
 		p := record.ParseProduce(batch)
-		return l.AppendProduced(&p, leaderEpoch)
+		return l.appendProduced(&p, leaderEpoch, 0)
 	}
 	h, err := record.ValidateStored(batch)
 	if err == nil && h.Size() != len(batch) {
@@ -296,7 +318,20 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 	if err != nil {
 		return AppendResult{}, err
 	}
-	return l.appendAsLeader(batch, &h, origin, leaderEpoch, l.config(), l.nowMs())
+	return l.appendAsLeader(batch, &h, origin, leaderEpoch, 0, l.config(), l.nowMs())
+}
+
+// AppendVerified is Append for a client batch whose transaction the
+// coordinator verified with guard (from StartTransactionVerification).
+func (l *Log) AppendVerified(batch []byte, leaderEpoch int32, guard VerificationGuard) (AppendResult, error) {
+	p := record.ParseProduce(batch)
+	return l.appendProduced(&p, leaderEpoch, guard)
+}
+
+// AppendProducedVerified is AppendProduced for a batch whose transaction the
+// coordinator verified with guard.
+func (l *Log) AppendProducedVerified(p *record.Produced, leaderEpoch int32, guard VerificationGuard) (AppendResult, error) {
+	return l.appendProduced(p, leaderEpoch, guard)
 }
 
 // AppendProduced appends a client's batch whose header the caller decoded
@@ -305,6 +340,10 @@ func (l *Log) Append(batch []byte, origin Origin, leaderEpoch int32) (AppendResu
 // then checked against the producer state and written. The header is not
 // decoded again.
 func (l *Log) AppendProduced(p *record.Produced, leaderEpoch int32) (AppendResult, error) {
+	return l.appendProduced(p, leaderEpoch, 0)
+}
+
+func (l *Log) appendProduced(p *record.Produced, leaderEpoch int32, guard VerificationGuard) (AppendResult, error) {
 	cfg := l.config()
 	now := l.nowMs()
 	opts := record.ProduceOptions{
@@ -322,13 +361,14 @@ func (l *Log) AppendProduced(p *record.Produced, leaderEpoch int32) (AppendResul
 			return AppendResult{}, err
 		}
 	}
-	return l.appendAsLeader(batch, &h, OriginClient, leaderEpoch, cfg, now)
+	return l.appendAsLeader(batch, &h, OriginClient, leaderEpoch, guard, cfg, now)
 }
 
 // appendAsLeader checks a validated batch against the producer state (client
 // batches) and writes it with the next offsets and leaderEpoch, patched in
-// place.
-func (l *Log) appendAsLeader(batch []byte, h *record.Header, origin Origin, leaderEpoch int32, cfg *Config, now int64) (AppendResult, error) {
+// place. guard is the verification a client's transactional batch passed
+// (0: none).
+func (l *Log) appendAsLeader(batch []byte, h *record.Header, origin Origin, leaderEpoch int32, guard VerificationGuard, cfg *Config, now int64) (AppendResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
@@ -339,9 +379,21 @@ func (l *Log) appendAsLeader(batch []byte, h *record.Header, origin Origin, lead
 			return AppendResult{BaseOffset: dup.firstOffset, LastOffset: dup.lastOffset, LogAppendTime: -1,
 				LogStartOffset: l.logStart.Load(), Duplicate: true}, nil
 		}
-		if err := l.producers.check(h); err != nil {
+		if err := l.producers.checkClient(h, guard, cfg.TransactionVerification); err != nil {
 			return AppendResult{}, err
 		}
+	} else if h.ProducerID >= 0 && !h.Control() {
+		// A coordinator writing for a producer (transactional offset
+		// commits): Kafka checks the epoch and the transactional flag, not
+		// the sequence.
+		if err := l.producers.checkEpoch(h); err != nil {
+			return AppendResult{}, err
+		}
+		if err := l.producers.checkTxnFlag(h); err != nil {
+			return AppendResult{}, err
+		}
+	} else if h.Control() {
+		return AppendResult{}, fmt.Errorf("%w: control batches are written with AppendMarker", record.ErrInvalidRecord)
 	}
 	leo := l.leo.Load()
 	record.SetBaseOffset(batch, leo)
@@ -410,6 +462,14 @@ func (l *Log) appendAsFollower(data []byte) (AppendResult, error) {
 // want of space is cut back to the last whole batch and answered with
 // ErrNoSpace; any other failed write fails the log (see ioErr).
 func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) error {
+	var marker *record.Marker
+	if h.Control() {
+		m, err := record.ParseControl(batch, len(batch)*64+(1<<20))
+		if err != nil {
+			return err
+		}
+		marker = &m
+	}
 	seg := l.active()
 	if l.shouldRoll(seg, h, len(batch), now) {
 		var err error
@@ -436,9 +496,43 @@ func (l *Log) appendLocked(batch []byte, h *record.Header, now int64) error {
 	}
 	seg.size.Store(pos + int64(len(batch)))
 	seg.nextOffset = h.NextOffset()
-	l.producers.update(h)
+	if err := l.updateProducersLocked(seg, h, marker, now); err != nil {
+		// The batch is in the file; its abort is not in the index. Recovery
+		// rebuilds the index from the log.
+		return l.fail(err)
+	}
 	l.unflushedRecords += int64(h.LastOffsetDelta) + 1
 	l.leo.Store(h.NextOffset())
+	return nil
+}
+
+// updateProducersLocked applies an appended batch to the producer state. A
+// marker that aborts a transaction is written to the index of the segment
+// holding it, after the batch itself (Kafka's order: the index entry never
+// names a marker that is not in the log). The last stable offset is
+// republished.
+func (l *Log) updateProducersLocked(seg *segment, h *record.Header, marker *record.Marker, now int64) error {
+	c := l.producers.update(h, marker, now)
+	if c == nil {
+		if h.Transactional() {
+			l.updateLSOLocked()
+		}
+		return nil
+	}
+	if c.Aborted {
+		a := AbortedTxn{ProducerID: c.ProducerID, FirstOffset: c.FirstOffset, LastOffset: c.LastOffset,
+			LastStableOffset: l.producers.lastStableOffsetAfter(*c)}
+		created, err := seg.txn.append(a)
+		if created {
+			l.dirDirty = true
+			l.noteSyncStateLocked()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	l.producers.onHighWatermark(l.hw.Load())
+	l.updateLSOLocked()
 	return nil
 }
 
@@ -569,6 +663,7 @@ func (l *Log) newSegment(base int64, now int64) *segment {
 	cfg := l.config()
 	s := &segment{dir: l.dir, baseOffset: base, nextOffset: base, maxTimestamp: -1,
 		offsetOfMaxTimestamp: base, firstBatchMaxTimestamp: -1, createdMs: now}
+	s.txn = newTxnIndex(l.fs, s.path(TxnIndexSuffix))
 	if cfg.SegmentJitterMs > 0 {
 		s.rollJitterMs = rollJitter(l.dir, base, cfg.SegmentJitterMs)
 	}

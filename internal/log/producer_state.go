@@ -32,7 +32,13 @@ type ProducerEntry struct {
 	// marker's too): Kafka's lastTimestamp, which producer.id.expiration.ms
 	// counts from.
 	LastTimestamp int64
-	batches       []batchMeta
+	// TxnStartMs is the broker's clock when the open transaction's first
+	// batch was appended here (-1 when none is open, or when it was opened
+	// before the log was loaded: the snapshot does not keep it, as Kafka's
+	// does not). The hanging-transaction detector ages transactions by it
+	// rather than by the producer's own clock.
+	TxnStartMs int64
+	batches    []batchMeta
 }
 
 func (e *ProducerEntry) lastSeq() int32 {
@@ -51,13 +57,17 @@ func (e *ProducerEntry) lastOffset() int64 {
 
 // producerState is Kafka's ProducerStateManager for one partition: the last
 // batches of every idempotent producer, used to reject out-of-order and fenced
-// batches and to answer retried ones with their original offsets. Owned by
-// the log's appender (Log.mu).
+// batches and to answer retried ones with their original offsets, and the
+// partition's transactions (producer_txn.go). Owned by the log's appender
+// (Log.mu).
 type producerState struct {
 	m map[int64]*ProducerEntry
+	txns
 }
 
-func newProducerState() *producerState { return &producerState{m: make(map[int64]*ProducerEntry)} }
+func newProducerState() *producerState {
+	return &producerState{m: make(map[int64]*ProducerEntry), txns: newTxns()}
+}
 
 // duplicate returns the metadata of an already appended batch that h repeats.
 func (p *producerState) duplicate(h *record.Header) (batchMeta, bool) {
@@ -73,16 +83,22 @@ func (p *producerState) duplicate(h *record.Header) (batchMeta, bool) {
 	return batchMeta{}, false
 }
 
-// check validates a client batch's producer epoch and sequence against the
-// state, as Kafka's ProducerAppendInfo does.
-func (p *producerState) check(h *record.Header) error {
+// checkSequence validates a client batch's sequence against the state, as
+// Kafka's ProducerAppendInfo.checkSequence does (the epoch was checked
+// first). v is the producer's verification entry, nil when none.
+func (p *producerState) checkSequence(h *record.Header, v *verification) error {
 	e := p.m[h.ProducerID]
+	empty := e == nil || len(e.batches) == 0
+	if v != nil && v.supportsEpochBump && h.BaseSequence != 0 && empty {
+		return fmt.Errorf("%w: producer %d epoch %d: a transactions v2 producer with no state here must start at sequence 0, got %d",
+			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+	}
+	if v != nil && h.BaseSequence > v.lowestSequence && empty {
+		return fmt.Errorf("%w: producer %d epoch %d: sequence %d, but %d was verified first",
+			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, v.lowestSequence)
+	}
 	if e == nil {
 		return nil // unknown producer (new, or expired): any sequence, as Kafka accepts it
-	}
-	if h.ProducerEpoch < e.Epoch {
-		return fmt.Errorf("%w: producer %d epoch %d is older than the current epoch %d",
-			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
 	}
 	if h.ProducerEpoch != e.Epoch {
 		if h.BaseSequence != 0 {
@@ -92,9 +108,6 @@ func (p *producerState) check(h *record.Header) error {
 		return nil
 	}
 	last := e.lastSeq()
-	if last == record.NoSequence {
-		return nil
-	}
 	if !(h.BaseSequence == last+1 || (h.BaseSequence == 0 && last == 1<<31-1)) {
 		return fmt.Errorf("%w: producer %d epoch %d: sequence %d after %d",
 			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, last)
@@ -102,14 +115,28 @@ func (p *producerState) check(h *record.Header) error {
 	return nil
 }
 
-// update records an appended batch (with its assigned offsets).
-func (p *producerState) update(h *record.Header) {
+// checkEpoch refuses a batch from an older epoch than the producer's
+// (INVALID_PRODUCER_EPOCH, Kafka's checkProducerEpoch for data batches).
+func (p *producerState) checkEpoch(h *record.Header) error {
+	if e := p.m[h.ProducerID]; e != nil && h.ProducerEpoch < e.Epoch {
+		return fmt.Errorf("%w: producer %d epoch %d is older than the current epoch %d",
+			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, e.Epoch)
+	}
+	return nil
+}
+
+// update records an appended batch (with its assigned offsets): m is the
+// marker of a control batch (nil for data), appendMs the broker's clock. It
+// returns the transaction a marker completes, if the producer had one open.
+// update never refuses: the checks came before the write.
+func (p *producerState) update(h *record.Header, m *record.Marker, appendMs int64) *CompletedTxn {
 	if h.ProducerID < 0 {
-		return
+		return nil
 	}
 	e := p.m[h.ProducerID]
 	if e == nil {
-		e = &ProducerEntry{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
+		e = &ProducerEntry{ProducerID: h.ProducerID, Epoch: h.ProducerEpoch, CoordinatorEpoch: -1,
+			CurrentTxnFirstOffset: -1, TxnStartMs: -1}
 		p.m[h.ProducerID] = e
 	}
 	if h.ProducerEpoch != e.Epoch {
@@ -118,15 +145,15 @@ func (p *producerState) update(h *record.Header) {
 	}
 	e.LastTimestamp = h.MaxTimestamp
 	if h.Control() {
-		// A transaction marker ends the producer's open transaction.
-		e.CurrentTxnFirstOffset = -1
-		return
+		return p.endTxn(e, h, m)
 	}
 	if h.Transactional() && e.CurrentTxnFirstOffset < 0 {
-		e.CurrentTxnFirstOffset = h.BaseOffset
+		e.CurrentTxnFirstOffset, e.TxnStartMs = h.BaseOffset, appendMs
+		p.begin(e.ProducerID, h.BaseOffset)
+		p.clearVerification(e.ProducerID)
 	}
 	if h.BaseSequence < 0 {
-		return
+		return nil
 	}
 	if len(e.batches) == numBatchesToRetain {
 		copy(e.batches, e.batches[1:])
@@ -134,17 +161,7 @@ func (p *producerState) update(h *record.Header) {
 	}
 	e.batches = append(e.batches, batchMeta{firstSeq: h.BaseSequence, lastSeq: h.LastSequence(),
 		firstOffset: h.BaseOffset, lastOffset: h.LastOffset(), timestamp: h.MaxTimestamp})
-}
-
-// firstUnstableOffset is the smallest first offset of an open transaction.
-func (p *producerState) firstUnstableOffset() (int64, bool) {
-	min, ok := int64(0), false
-	for _, e := range p.m {
-		if e.CurrentTxnFirstOffset >= 0 && (!ok || e.CurrentTxnFirstOffset < min) {
-			min, ok = e.CurrentTxnFirstOffset, true
-		}
-	}
-	return min, ok
+	return nil
 }
 
 // expired is Kafka's isProducerExpired: no open transaction, and at least
@@ -155,8 +172,9 @@ func (e *ProducerEntry) expired(nowMs, expirationMs int64) bool {
 }
 
 // removeExpired forgets every expired producer (Kafka's
-// removeExpiredProducers) and returns how many it forgot. Only time removes
-// a producer: a log start offset passing its batches does not.
+// removeExpiredProducers) and verification entry, and returns how many
+// producers it forgot. Only time removes a producer: a log start offset
+// passing its batches does not.
 func (p *producerState) removeExpired(nowMs, expirationMs int64) int {
 	n := 0
 	for pid, e := range p.m {
@@ -165,6 +183,7 @@ func (p *producerState) removeExpired(nowMs, expirationMs int64) int {
 			n++
 		}
 	}
+	p.removeExpiredVerifications(nowMs, expirationMs)
 	return n
 }
 
@@ -233,6 +252,7 @@ func decodeSnapshot(b []byte) (*producerState, error) {
 	p := newProducerState()
 	for q := b[10:]; len(q) > 0; q = q[snapshotEntrySize:] {
 		e := &ProducerEntry{
+			TxnStartMs:            -1,
 			ProducerID:            int64(be.Uint64(q)),
 			Epoch:                 int16(be.Uint16(q[8:])),
 			LastTimestamp:         int64(be.Uint64(q[26:])),
@@ -251,6 +271,9 @@ func decodeSnapshot(b []byte) (*producerState, error) {
 				lastOffset: lastOff, timestamp: e.LastTimestamp}}
 		}
 		p.m[e.ProducerID] = e
+		if e.CurrentTxnFirstOffset >= 0 {
+			p.begin(e.ProducerID, e.CurrentTxnFirstOffset)
+		}
 	}
 	return p, nil
 }

@@ -29,13 +29,16 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 				MaxTimestamp:    rapid.Int64Range(-1, 1<<45).Draw(t, "ts"),
 				BaseOffset:      offset,
 			}
+			var m *record.Marker
 			switch rapid.IntRange(0, 3).Draw(t, "kind") {
 			case 1:
 				h.Attributes |= record.AttrTransactional
 			case 2:
 				h.Attributes |= record.AttrControl | record.AttrTransactional
+				m = &record.Marker{Type: record.ControlType(rapid.IntRange(0, 1).Draw(t, "commit")),
+					CoordinatorEpoch: int32(rapid.IntRange(0, 9).Draw(t, "coordinatorEpoch"))}
 			}
-			p.update(&h)
+			p.update(&h, m, -1)
 			offset = h.NextOffset() + rapid.Int64Range(0, 3).Draw(t, "gap")
 		}
 		if rapid.Bool().Draw(t, "coordinatorEpoch") {
@@ -78,7 +81,7 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 				t.Fatalf("producer %d: retry of the last batch not a duplicate after decode", id)
 			}
 			h.BaseSequence, h.LastOffsetDelta = record.IncrementSequence(last.lastSeq, 1), 0
-			if err := q.check(&h); err != nil {
+			if err := q.checkSequence(&h, nil); err != nil {
 				t.Fatalf("producer %d: next sequence after decode: %v", id, err)
 			}
 		}

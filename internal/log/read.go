@@ -46,6 +46,9 @@ type Span struct {
 	maxOffset int64
 	// whole: the span is known to hold only whole batches below maxOffset.
 	whole bool
+	// next is, for a whole span, an offset at or after the end of its last
+	// batch and at most the next batch's base offset (-1 when not known).
+	next int64
 }
 
 // Size is the number of bytes AppendTo reads; it returns at most that many.
@@ -90,16 +93,20 @@ func (l *Log) Locate(offset int64, maxBytes int, maxOffset int64, minOneBatch bo
 		// The rest of a segment that a later one follows at or below
 		// maxOffset is whole batches below maxOffset.
 		whole := i+1 < len(segs) && segs[i+1].baseOffset <= maxOffset
+		next := int64(-1)
+		if whole {
+			next = segs[i+1].baseOffset
+		}
 		if want > int64(maxBytes) {
-			want, whole = max(int64(maxBytes), 0), false
+			want, whole, next = max(int64(maxBytes), 0), false, -1
 			if want < int64(start.hdr.Size()) {
 				if !minOneBatch {
 					return Span{}, nil
 				}
-				want, whole = int64(start.hdr.Size()), true
+				want, whole, next = int64(start.hdr.Size()), true, start.hdr.NextOffset()
 			}
 		}
-		return Span{seg: s, pos: start.pos, size: int(want), maxOffset: maxOffset, whole: whole}, nil
+		return Span{seg: s, pos: start.pos, size: int(want), maxOffset: maxOffset, whole: whole, next: next}, nil
 	}
 	return Span{}, nil
 }
@@ -139,19 +146,44 @@ func (sp Span) Whole() (Span, error) {
 		_, q := s.index.lookup(sp.maxOffset - 1)
 		from = max(from, min(p, q))
 	}
-	cut := from
+	cut, next := from, int64(-1)
 	err := s.scanFrom(from, s.size.Load(), func(bp batchPos) bool {
 		if bp.pos+int64(bp.hdr.Size()) > end || bp.hdr.LastOffset() >= sp.maxOffset {
 			return false
 		}
-		cut = bp.pos + int64(bp.hdr.Size())
+		cut, next = bp.pos+int64(bp.hdr.Size()), bp.hdr.NextOffset()
 		return true
 	})
 	if err != nil {
 		return Span{}, err
 	}
-	sp.size, sp.whole = int(cut-sp.pos), true
+	sp.size, sp.whole, sp.next = int(cut-sp.pos), true, next
 	return sp, nil
+}
+
+// NextOffset is, for a span Whole returned, an offset after its last batch
+// and no later than the base offset of the batch that follows: the upper
+// bound of the aborted transactions a read_committed reader of the span
+// needs (AbortedTransactions). It is -1 for an empty span.
+func (sp Span) NextOffset() int64 {
+	if sp.size == 0 {
+		return -1
+	}
+	return sp.next
+}
+
+// NextOffsetOf is the offset after the last whole batch in b (-1 if none).
+func NextOffsetOf(b []byte) int64 {
+	next := int64(-1)
+	for len(b) > 0 {
+		batch, rest, ok := record.Split(b)
+		if !ok || len(batch) < record.HeaderSize {
+			break
+		}
+		next = int64(binary.BigEndian.Uint64(batch[0:])) + int64(int32(binary.BigEndian.Uint32(batch[23:]))) + 1
+		b = rest
+	}
+	return next
 }
 
 // ReadAt reads len(p) bytes of the span from byte off of it (io.ReaderAt),

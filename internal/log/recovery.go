@@ -145,6 +145,15 @@ func (l *Log) cleanLeftovers(names []string) ([]string, error) {
 			changed = true
 		case strings.HasSuffix(n, LogSuffix+SwapSuffix):
 			swaps = append(swaps, n)
+		case strings.HasSuffix(n, TxnIndexSuffix+SwapSuffix):
+			// Not rebuildable from the log alone: completeSwap installs it
+			// with its .log.swap, or drops it if that is missing.
+			if !slices.Contains(names, strings.TrimSuffix(n, TxnIndexSuffix+SwapSuffix)+LogSuffix+SwapSuffix) {
+				if err := l.fs.Remove(p); err != nil && !vfs.IsNotExist(err) {
+					return nil, err
+				}
+				changed = true
+			}
 		case strings.HasSuffix(n, SwapSuffix):
 			// Index swap files are rebuilt from the log.
 			if err := l.fs.Remove(p); err != nil && !vfs.IsNotExist(err) {
@@ -198,13 +207,25 @@ func (l *Log) completeSwap(name string) error {
 		// the old set; otherwise install it and let recovery cut it.
 		if slices.Contains(names, FileName(base)+LogSuffix) {
 			l.logger.Warn("dropping damaged swap file", "path", swapPath, "err", err)
+			if err := l.fs.Remove(l.dir + "/" + FileName(base) + TxnIndexSuffix + SwapSuffix); err != nil && !vfs.IsNotExist(err) {
+				return err
+			}
 			return l.fs.Remove(swapPath)
 		}
 		l.logger.Warn("installing damaged swap file for recovery", "path", swapPath, "err", err)
 	}
+	// The swap's .txnindex: B.txnindex.swap if it has not been renamed yet.
+	// Without one, a B.txnindex is the new one when B.log is gone (a
+	// removed segment loses its .txnindex before its .log), the old one
+	// while B.log is still there.
+	txnSwap := slices.Contains(names, FileName(base)+TxnIndexSuffix+SwapSuffix)
+	keepTxn := !txnSwap && !slices.Contains(names, FileName(base)+LogSuffix)
 	for _, n := range names {
 		off, ok := ParseFileName(n)
 		if !ok || strings.HasSuffix(n, SwapSuffix) || !hasSuffixAny(n, segmentSuffixes()...) {
+			continue
+		}
+		if n == FileName(base)+TxnIndexSuffix && keepTxn {
 			continue
 		}
 		if off >= base && (off < next || off == base) {
@@ -214,6 +235,12 @@ func (l *Log) completeSwap(name string) error {
 		}
 	}
 	l.logger.Info("completing interrupted segment swap", "dir", l.dir, "base_offset", base, "next_offset", next)
+	if txnSwap {
+		p := l.dir + "/" + FileName(base) + TxnIndexSuffix
+		if err := l.fs.Rename(p+SwapSuffix, p); err != nil {
+			return err
+		}
+	}
 	return l.fs.Rename(swapPath, l.dir+"/"+FileName(base)+LogSuffix)
 }
 
@@ -270,6 +297,18 @@ func (l *Log) openSegments(names []string, o Options) ([]*segment, error) {
 			initIndex(&s.timeIndex.index, l.fs, s.path(TimeIndexSuffix), base, timeEntrySize, maxBytes)
 			s.rebuild = true
 		} else if err != nil {
+			return segs, err
+		}
+	}
+	for i, s := range segs {
+		if !have[FileName(s.baseOffset)+TxnIndexSuffix] {
+			continue
+		}
+		limit := int64(math.MaxInt64)
+		if i+1 < len(segs) {
+			limit = segs[i+1].baseOffset
+		}
+		if err := s.txn.load(s.baseOffset, limit, l.logger.Warn); err != nil {
 			return segs, err
 		}
 	}
@@ -334,7 +373,7 @@ func (l *Log) load(segs []*segment, names []string, o Options) error {
 	if hw < 0 {
 		hw = logStart
 	}
-	l.hw.Store(min(max(hw, logStart), leo))
+	l.setHWLocked(min(max(hw, logStart), leo))
 	l.logger.Debug("loaded log", "dir", l.dir, "segments", len(segs), "log_start_offset", logStart,
 		"log_end_offset", leo, "clean_shutdown", o.CleanShutdown)
 	return nil
@@ -556,6 +595,7 @@ func (l *Log) loadProducerState(upTo int64, offs []int64) error {
 		}
 		l.logger.Warn("ignoring unreadable producer snapshot", "dir", l.dir, "offset", off, "err", err)
 	}
+	created := false
 	for i, s := range segs {
 		if i+1 < len(segs) && segs[i+1].baseOffset <= from {
 			continue
@@ -565,19 +605,24 @@ func (l *Log) loadProducerState(upTo int64, offs []int64) error {
 				return err
 			}
 		}
-		replay := func(bp batchPos) bool {
-			if bp.hdr.LastOffset() >= from {
-				l.producers.update(&bp.hdr)
-			}
-			return true
+		rp := replayer{l: l, s: s, next: from}
+		// The replay writes the aborted-transaction index of what it
+		// replays again: entries from its start on may describe batches a
+		// crash or a truncation took away, or be missing.
+		if err := s.txn.truncateTo(from); err != nil {
+			return err
 		}
 		_, pos := s.index.lookup(from)
-		err := s.scanFrom(pos, s.size.Load(), replay)
-		if errors.Is(err, ErrCorruptSegment) && pos > 0 {
+		err := s.scanFrom(pos, s.size.Load(), rp.batch)
+		if errors.Is(err, ErrCorruptSegment) && pos > 0 && rp.err == nil {
 			// A trusted index entry that does not point at a batch: scan the
 			// segment from its start instead.
-			err = s.scanFrom(0, s.size.Load(), replay)
+			err = s.scanFrom(0, s.size.Load(), rp.batch)
 		}
+		if rp.err != nil {
+			return rp.err
+		}
+		created = created || rp.created
 		if errors.Is(err, ErrCorruptSegment) {
 			// Only a segment trusted without a rescan (clean shutdown, below
 			// the recovery point) gets here; readers will meet the same
@@ -590,6 +635,71 @@ func (l *Log) loadProducerState(upTo int64, offs []int64) error {
 			return err
 		}
 	}
+	l.queueTxnIndexesLocked(created)
 	l.producers.removeExpired(nowMs, expMs)
 	return nil
+}
+
+// replayer applies batch headers to the producer state while loading,
+// reading a control batch whole for its marker, and writes the aborts it
+// completes to the segment's transaction index.
+type replayer struct {
+	l       *Log
+	s       *segment
+	next    int64 // batches ending below it are applied already
+	err     error
+	created bool
+	buf     []byte
+}
+
+func (rp *replayer) batch(bp batchPos) bool {
+	h := bp.hdr
+	if h.LastOffset() < rp.next {
+		return true
+	}
+	rp.next = h.NextOffset()
+	var m *record.Marker
+	if h.Control() {
+		if cap(rp.buf) < h.Size() {
+			rp.buf = make([]byte, h.Size())
+		}
+		rp.buf = rp.buf[:h.Size()]
+		if _, err := rp.s.readAt(rp.buf, bp.pos); err != nil {
+			rp.err = fmt.Errorf("read %s at %d: %w", rp.s.path(LogSuffix), bp.pos, err)
+			return false
+		}
+		mk, err := record.ParseControl(rp.buf, 1<<20)
+		if err != nil {
+			rp.l.logger.Warn("unreadable control batch while loading producer state", "dir", rp.l.dir,
+				"offset", h.BaseOffset, "err", err)
+		} else {
+			m = &mk
+		}
+	}
+	c := rp.l.producers.update(&h, m, -1)
+	if c == nil || !c.Aborted {
+		return true
+	}
+	a := AbortedTxn{ProducerID: c.ProducerID, FirstOffset: c.FirstOffset, LastOffset: c.LastOffset,
+		LastStableOffset: rp.l.producers.lastStableOffsetAfter(*c)}
+	created, err := rp.s.txn.append(a)
+	rp.created = rp.created || created
+	if err != nil {
+		rp.err = err
+		return false
+	}
+	return true
+}
+
+// queueTxnIndexesLocked hands the transaction indexes a replay rewrote to
+// the next sync (Open fsyncs nothing itself; see doc.go, Durability), and
+// the directory when it created one. l.mu is held.
+func (l *Log) queueTxnIndexesLocked(created bool) {
+	for _, s := range l.segments() {
+		if s.txn.isDirty() && !slices.Contains(l.txnDirty, s) {
+			l.txnDirty = append(l.txnDirty, s)
+		}
+	}
+	l.dirDirty = l.dirDirty || created
+	l.noteSyncStateLocked()
 }

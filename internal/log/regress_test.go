@@ -15,13 +15,24 @@ import (
 
 // Regression tests, one per bug found while testing the log.
 
+// mustAppend appends a client batch; a transactional one is verified
+// first, as the produce path does once the transaction coordinator agrees.
 func mustAppend(t testing.TB, l *Log, b []byte, epoch int32) AppendResult {
 	t.Helper()
-	res, err := l.Append(b, OriginClient, epoch)
+	res, err := appendVerified(l, b, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
+}
+
+func appendVerified(l *Log, b []byte, epoch int32) (AppendResult, error) {
+	h, err := record.ParseHeader(b)
+	if err != nil || !h.Transactional() {
+		return l.Append(b, OriginClient, epoch)
+	}
+	g := l.StartTransactionVerification(h.ProducerID, h.BaseSequence, h.ProducerEpoch, false)
+	return l.AppendVerified(b, epoch, g)
 }
 
 func batchWithTimestamps(t testing.TB, ts ...int64) []byte {

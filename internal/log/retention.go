@@ -100,8 +100,9 @@ func (l *Log) dropPrefixLocked(n int) error {
 		l.logStart.Store(nb)
 	}
 	if l.hw.Load() < l.logStart.Load() {
-		l.hw.Store(l.logStart.Load())
+		l.setHWLocked(l.logStart.Load())
 	}
+	l.updateLSOLocked()
 	l.publish(rest)
 	l.unsynced = without(l.unsynced, gone)
 	l.noteSyncStateLocked()
@@ -222,6 +223,7 @@ func (l *Log) IncrementLogStartOffset(offset int64) (int64, error) {
 		return l.logStart.Load(), nil
 	}
 	l.logStart.Store(offset)
+	l.updateLSOLocked()
 	segs := l.segments()
 	n := 0
 	for n < len(segs)-1 && segs[n+1].baseOffset <= offset {
@@ -322,6 +324,8 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if err := l.loadProducerState(leo, kept); err != nil {
 		return err
 	}
+	l.producers.onHighWatermark(l.hw.Load())
+	l.updateLSOLocked()
 	l.logger.Info("truncated log", "dir", l.dir, "log_end_offset", leo)
 	return nil
 }

@@ -50,6 +50,7 @@ type segment struct {
 	size       atomic.Int64 // bytes readers may read
 	index      offsetIndex
 	timeIndex  timeIndex
+	txn        *txnIndex // the aborted-transaction index; never nil
 
 	// Appender state (Log.mu).
 	nextOffset             int64 // offset after the last batch
@@ -241,12 +242,21 @@ func (s *segment) close() error {
 	if s.file == nil {
 		return nil
 	}
-	return s.file.Close()
+	err := s.file.Close()
+	if s.txn != nil {
+		if terr := s.txn.close(); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	return err
 }
 
-// segmentFiles lists the files that belong to a segment with this base.
+// segmentSuffixes lists the files that belong to a segment with this base.
+// The .txnindex comes first: a segment being removed loses it before its
+// .log, so after a crash a .txnindex whose .log is gone is never an old
+// one (completeSwap relies on it).
 func segmentSuffixes() []string {
-	return []string{LogSuffix, IndexSuffix, TimeIndexSuffix, TxnIndexSuffix}
+	return []string{TxnIndexSuffix, LogSuffix, IndexSuffix, TimeIndexSuffix}
 }
 
 func hasSuffixAny(name string, sfx ...string) bool {

@@ -32,7 +32,7 @@ func (l *Log) noteSyncStateLocked() {
 		from = min(from, s.baseOffset)
 	}
 	l.unsyncedFrom.Store(from)
-	l.urgentSync.Store(len(l.unsynced) > 0 || len(l.pending) > 0 || l.syncEpochs)
+	l.urgentSync.Store(len(l.unsynced) > 0 || len(l.pending) > 0 || len(l.txnDirty) > 0 || l.syncEpochs)
 	l.pendingSync.Store(l.urgentSync.Load() || l.dirDirty || len(l.parentDirs) > 0 || l.metaPending != nil || l.metaSync)
 }
 
@@ -142,6 +142,7 @@ func (l *Log) syncOnce() error {
 type syncPlan struct {
 	rolled     []*segment // sealed segments whose .log is not yet synced
 	pending    []vfs.File // written files to sync and close
+	txn        []*segment // segments whose .txnindex a load rewrote
 	active     *segment
 	syncActive bool     // the active segment has bytes above the durable point
 	dir        bool     // the partition directory's entries changed
@@ -153,13 +154,16 @@ type syncPlan struct {
 // protects reports whether the plan makes a record durable (or index files
 // and snapshots a record's recovery relies on), as opposed to only a new,
 // empty log's directory entries and metadata.
-func (p *syncPlan) protects() bool { return p.syncActive || len(p.rolled) > 0 || len(p.pending) > 0 }
+func (p *syncPlan) protects() bool {
+	return p.syncActive || len(p.rolled) > 0 || len(p.pending) > 0 || len(p.txn) > 0
+}
 
 // takeSyncLocked moves what waits for a sync into a plan. l.mu is held.
 func (l *Log) takeSyncLocked(target int64) syncPlan {
 	p := syncPlan{rolled: l.unsynced, pending: l.pending, active: l.active(), syncActive: l.durable.Load() < target,
-		dir: l.dirDirty, parents: l.parentDirs, meta: l.metaPending, metaSync: l.metaSync}
+		dir: l.dirDirty, parents: l.parentDirs, meta: l.metaPending, metaSync: l.metaSync, txn: l.txnDirty}
 	p.syncActive = p.syncActive || l.syncEpochs
+	l.txnDirty = nil
 	l.unsynced, l.pending, l.dirDirty, l.parentDirs, l.metaPending, l.syncEpochs = nil, nil, false, nil, nil, false
 	l.metaSync = false
 	l.noteSyncStateLocked()
@@ -181,6 +185,15 @@ func (l *Log) syncFiles(p *syncPlan) error {
 	for _, s := range p.rolled {
 		if err := s.file.Sync(); err != nil && !s.deleted.Load() {
 			return fmt.Errorf("sync %s: %w", s.path(LogSuffix), err)
+		}
+	}
+	// Aborted-transaction index entries are durable with the markers they
+	// name: recovery trusts what lies below the recovery point.
+	for _, group := range [3][]*segment{p.rolled, p.txn, {p.active}} {
+		for _, s := range group {
+			if err := s.txn.sync(); err != nil && !s.deleted.Load() {
+				return err
+			}
 		}
 	}
 	for _, f := range p.pending {

@@ -49,6 +49,12 @@
 //	57      4     record count
 //	61      ...   records (compressed as a whole when codec != 0)
 //
+// Control batches (control.go): ParseControl reads a control record's type
+// and a transaction marker's coordinator epoch; BuildMarker writes Kafka's
+// EndTransactionMarker batch (transactional and control attributes, base
+// sequence -1, one record with key {int16 0, int16 type} and the 6-byte
+// value {int16 0, int32 coordinator epoch}).
+//
 // Errors are sentinel values that map one-to-one onto Kafka error codes
 // (ErrCorrupt → CORRUPT_MESSAGE, ErrInvalidRecord → INVALID_RECORD, …); see
 // errors.go. Nothing in this package keeps state; every function is safe for
