@@ -5,7 +5,10 @@
 // group) and encodes the kmsg response. The package keeps no state of its
 // own: fetch sessions live in replica, producer ids in the controller,
 // consumer groups and committed offsets in group (group_common.go holds the
-// helpers of the group coordinator APIs). Fetch does not read large record
+// helpers of the group coordinator APIs), transactions in txn (txn_common.go
+// holds the per-version error rewrites and MarkerWriter, the leader's side
+// of WriteTxnMarkers, which the transaction coordinator also writes local
+// markers through). Fetch does not read large record
 // sets at all (fetch_bulk.go): it answers with a server.BulkResponse that
 // names where in its segment file each one lies, and the server reads them
 // through a bounded buffer while it writes the response, so a fetch's memory

@@ -10,19 +10,18 @@ import (
 	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/txn"
 )
 
 // FindCoordinator, versions 0-6 (Kafka 4.2); v4+ batches keys. A group key
 // (type 0) is coordinated by the leader of the group's __consumer_offsets
-// partition, wherever it is: this broker answers with that broker's
-// endpoint. The topic is created on first use (through the controller);
-// COORDINATOR_NOT_AVAILABLE while it cannot be (for example
-// offsets.topic.replication.factor above what the cluster allows) or while
-// the partition has no leader. Transaction keys (1) are answered
-// COORDINATOR_NOT_AVAILABLE, as Kafka answers them while
-// __transaction_state cannot be created: Gregor has no transaction
-// coordinator yet. Deviation: share-group keys (2) are INVALID_REQUEST
-// (share groups are not built).
+// partition, a transaction key (1) by the leader of the transactional id's
+// __transaction_state partition, wherever it is: this broker answers with
+// that broker's endpoint. The topic is created on first use (through the
+// controller); COORDINATOR_NOT_AVAILABLE while it cannot be (for example a
+// replication factor above what the cluster allows) or while the partition
+// has no leader. Deviation: share-group keys (2) are INVALID_REQUEST (share
+// groups are not built).
 func init() { register(kmsg.FindCoordinator.Int16(), 0, 6, handleFindCoordinator) }
 
 func handleFindCoordinator(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -87,23 +86,35 @@ func (h *Handler) findCoordinator(ctx context.Context, keyType int8, key, listen
 		if err := g.EnsureTopic(ctx); err != nil {
 			return 0, "", 0, err
 		}
-		im := h.d.Metadata.Image()
-		p := g.PartitionFor(key)
-		pi := im.Partition(group.OffsetsTopic, p)
-		if pi == nil || pi.Leader < 0 {
-			return 0, "", 0, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, group.OffsetsTopic, p)
-		}
-		ep, _, ok := h.endpointOn(im, pi.Leader, listener)
-		if !ok {
-			return 0, "", 0, fmt.Errorf("%w: broker %d, the leader of %s-%d, is not available", kerr.CoordinatorNotAvailable,
-				pi.Leader, group.OffsetsTopic, p)
-		}
-		return pi.Leader, ep.Host, ep.Port, nil
+		return h.partitionLeader(group.OffsetsTopic, g.PartitionFor(key), listener)
 	case 1:
-		return 0, "", 0, fmt.Errorf("%w: Gregor has no transaction coordinator yet (transactional id %q)", kerr.CoordinatorNotAvailable, key)
+		t, err := h.txns()
+		if err != nil {
+			return 0, "", 0, err
+		}
+		if err := t.EnsureTopic(ctx); err != nil {
+			return 0, "", 0, err
+		}
+		return h.partitionLeader(txn.StateTopic, t.PartitionFor(key), listener)
 	case 2:
 		return 0, "", 0, fmt.Errorf("%w: share groups are not supported", kerr.InvalidRequest)
 	default:
 		return 0, "", 0, fmt.Errorf("%w: unknown coordinator type %d", kerr.InvalidRequest, keyType)
 	}
+}
+
+// partitionLeader is the broker leading a coordinator topic's partition and
+// its endpoint on listener.
+func (h *Handler) partitionLeader(topic string, p int32, listener string) (int32, string, int32, error) {
+	im := h.d.Metadata.Image()
+	pi := im.Partition(topic, p)
+	if pi == nil || pi.Leader < 0 {
+		return 0, "", 0, fmt.Errorf("%w: %s-%d has no leader", kerr.CoordinatorNotAvailable, topic, p)
+	}
+	ep, _, ok := h.endpointOn(im, pi.Leader, listener)
+	if !ok {
+		return 0, "", 0, fmt.Errorf("%w: broker %d, the leader of %s-%d, is not available", kerr.CoordinatorNotAvailable,
+			pi.Leader, topic, p)
+	}
+	return pi.Leader, ep.Host, ep.Port, nil
 }

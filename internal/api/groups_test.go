@@ -106,10 +106,17 @@ func TestGroupRequestsBeforeTheOffsetsTopicExist(t *testing.T) {
 		t.Fatalf("__consumer_offsets %+v %v", topic, cfgs)
 	}
 
+	// A transaction key creates __transaction_state likewise.
 	fc = kmsg.NewPtrFindCoordinatorRequest()
 	fc.CoordinatorKey, fc.CoordinatorType = "txn", 1
 	fr = groupReq[*kmsg.FindCoordinatorResponse](t, b, fc, 3)
-	wantCode(t, "FindCoordinator for a transaction", fr.ErrorCode, kerr.CoordinatorNotAvailable)
+	wantCode(t, "FindCoordinator for a transaction", fr.ErrorCode, nil)
+	im = b.Metadata()
+	if topic, cfgs := im.Topic("__transaction_state"), im.TopicConfigs("__transaction_state"); topic == nil ||
+		cfgs["cleanup.policy"] != "compact" || cfgs["compression.type"] != "uncompressed" ||
+		cfgs["unclean.leader.election.enable"] != "false" {
+		t.Fatalf("__transaction_state %+v %v", topic, cfgs)
+	}
 
 	// Clients cannot write to the internal topic.
 	p := b.Client(kgo.DefaultProduceTopic("__consumer_offsets"))

@@ -15,6 +15,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/txn"
 )
 
 // Deps is what the handlers call into. The broker package builds it.
@@ -54,6 +55,9 @@ type Deps struct {
 	// would make, beyond the config registry (a listener's new key store
 	// must load); may be nil.
 	CheckBrokerConfig func(*config.Broker) error
+	// Txn is the transaction coordinator; nil answers
+	// COORDINATOR_NOT_AVAILABLE.
+	Txn               *txn.Coordinator
 	Clock             clock.Clock
 	Logger            *slog.Logger
 }

@@ -9,9 +9,10 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/txn"
 )
 
-// InitProducerId, versions 0-5 (Kafka 4.2), for idempotent producers.
+// InitProducerId, versions 0-5 (Kafka 4.2).
 //
 // A null transactional id gets a new producer id with epoch 0, as Kafka's
 // transaction coordinator does: even on v3+ when the producer names its
@@ -22,59 +23,65 @@ import (
 // ProducerId and ProducerEpoch set (not -1) is INVALID_REQUEST, and an empty
 // transactional id is INVALID_REQUEST.
 //
-// Transactions are not built yet: this broker coordinates no
-// __transaction_state partition, so a non-empty transactional id gets what
-// Kafka's transaction coordinator answers on a broker that is not the
-// coordinator of the id's partition, NOT_COORDINATOR, after Kafka's own
-// checks (INVALID_TRANSACTION_TIMEOUT for a timeout that is not positive or
-// exceeds transaction.max.timeout.ms). Clients then look the coordinator up
-// with FindCoordinator, which answers COORDINATOR_NOT_AVAILABLE, and retry
-// until their own timeout, as against a Kafka cluster whose
-// __transaction_state cannot be created.
+// A transactional id goes to the transaction coordinator (txn.Shard's
+// InitProducerID: fencing, epoch bump, KIP-360 recovery, producer id
+// rotation at epoch exhaustion), after Kafka's own check of the timeout
+// (INVALID_TRANSACTION_TIMEOUT when not positive or above
+// transaction.max.timeout.ms). PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
+// before v4.
 func init() { register(kmsg.InitProducerID.Int16(), 0, 5, handleInitProducerID) }
 
 func handleInitProducerID(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	id, err := h.initProducerID(ctx, req, r)
+	res, err := h.initProducerID(ctx, req, r)
 	if err != nil {
-		resp.ErrorCode = errCode(h.d.Logger, err)
+		resp.ErrorCode = errCode(h.d.Logger, fencedBefore(err, req.Version, 4))
 		return resp, nil
 	}
-	resp.ProducerID, resp.ProducerEpoch = id, 0
-	h.d.Logger.Debug("producer id assigned", "producer_id", id, "client", clientID(r), "remote", r.Conn.Remote)
+	resp.ProducerID, resp.ProducerEpoch = res.ProducerID, res.ProducerEpoch
+	h.d.Logger.Debug("producer id assigned", "producer_id", res.ProducerID, "epoch", res.ProducerEpoch,
+		"client", clientID(r), "remote", r.Conn.Remote)
 	return resp, nil
 }
 
-func (h *Handler) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest, r *server.Request) (int64, error) {
+func (h *Handler) initProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest, r *server.Request) (txn.ProducerIDAndEpoch, error) {
 	// Kafka's authorization comes first: WRITE on the transactional id, or
 	// for an idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE
 	// on some topic (KIP-679).
 	z := h.authz(r)
-	if txn := req.TransactionalID; txn != nil {
-		if !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, *txn) {
-			return -1, kerr.TransactionalIDAuthorizationFailed
+	if id := req.TransactionalID; id != nil {
+		if !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, *id) {
+			return txn.ProducerIDAndEpoch{}, kerr.TransactionalIDAuthorizationFailed
 		}
 	} else if !z.filter(auth.OpIdempotentWrite, auth.ResourceCluster, auth.ClusterName) && !z.anyResource(auth.OpWrite, auth.ResourceTopic) {
-		return -1, kerr.ClusterAuthorizationFailed
+		return txn.ProducerIDAndEpoch{}, kerr.ClusterAuthorizationFailed
 	}
 	if req.Version >= 3 && (req.ProducerID == -1) != (req.ProducerEpoch == -1) {
-		return -1, fmt.Errorf("%w: producer id %d with epoch %d", kerr.InvalidRequest, req.ProducerID, req.ProducerEpoch)
+		return txn.ProducerIDAndEpoch{}, fmt.Errorf("%w: producer id %d with epoch %d", kerr.InvalidRequest, req.ProducerID, req.ProducerEpoch)
 	}
-	if txn := req.TransactionalID; txn != nil {
-		if *txn == "" {
-			return -1, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
-		}
-		if maxMs := h.d.Config().Int("transaction.max.timeout.ms"); req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > maxMs {
-			return -1, fmt.Errorf("%w: transaction timeout %d ms is not in (0, transaction.max.timeout.ms=%d]",
-				kerr.InvalidTransactionTimeout, req.TransactionTimeoutMillis, maxMs)
-		}
-		h.d.Logger.Debug("InitProducerId for a transactional producer: no transaction coordinator here",
-			"transactional_id", *txn, "client", clientID(r), "remote", r.Conn.Remote)
-		return -1, fmt.Errorf("%w: this broker has no transaction coordinator (transactions are not built yet)", kerr.NotCoordinator)
+	id := req.TransactionalID
+	if id == nil {
+		pid, err := h.d.ProducerIDs(ctx)
+		return txn.ProducerIDAndEpoch{ProducerID: pid}, err
 	}
-	return h.d.ProducerIDs(ctx)
+	if *id == "" {
+		return txn.ProducerIDAndEpoch{}, fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
+	}
+	if maxMs := h.d.Config().Int("transaction.max.timeout.ms"); req.TransactionTimeoutMillis <= 0 || req.TransactionTimeoutMillis > maxMs {
+		return txn.ProducerIDAndEpoch{}, fmt.Errorf("%w: transaction timeout %d ms is not in (0, transaction.max.timeout.ms=%d]",
+			kerr.InvalidTransactionTimeout, req.TransactionTimeoutMillis, maxMs)
+	}
+	t, err := h.txns()
+	if err != nil {
+		return txn.ProducerIDAndEpoch{}, err
+	}
+	ir := txn.InitRequest{TransactionalID: *id, TimeoutMs: req.TransactionTimeoutMillis, ProducerID: -1, ProducerEpoch: -1}
+	if req.Version >= 3 {
+		ir.ProducerID, ir.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	}
+	return t.InitProducerID(ctx, ir)
 }
 
 // clientID is the request's client id for logs ("" when null).

@@ -35,18 +35,20 @@ import (
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED), each topic WRITE on the topic
 // (TOPIC_AUTHORIZATION_FAILED, decided before whether the topic exists).
 //
-// Transactional batches get what Kafka answers while no transaction
-// coordinator can be found (Gregor has none yet): a request with
-// transactional records but no transactional id is refused whole with
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED (KafkaApis); with an id, each
-// partition holding a transactional batch is answered NOT_ENOUGH_REPLICAS,
-// "Unable to verify the partition has been added to the transaction.
-// Underlying error: COORDINATOR_NOT_AVAILABLE" (ReplicaManager's
-// translation of the failed verification), and nothing is appended; the
-// other partitions are appended as usual. Deviation: Kafka skips that
-// verification when transaction.partition.verification.enable=false and
-// appends; Gregor refuses regardless, since no coordinator could ever end
-// such a transaction and its open batches would pin the last stable offset.
+// Transactional batches: a request with transactional records but no
+// transactional id is refused whole with TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// (KafkaApis). A transactional batch that would open a transaction on its
+// partition is first checked with the transaction coordinator (KIP-890 part
+// 1, transaction.partition.verification.enable; v12+, transactions v2, adds
+// the partition to the transaction instead) and appended only with the
+// verification's guard (log.VerificationGuard), as ReplicaManager does. The
+// coordinator's answers reach the producer as Kafka translates them:
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is
+// INVALID_TXN_STATE before v11, coordinator errors (and, before v12,
+// CONCURRENT_TRANSACTIONS) are NOT_ENOUGH_REPLICAS "Unable to verify the
+// partition has been added to the transaction. Underlying error: …", which
+// every client retries. A fenced producer gets INVALID_PRODUCER_EPOCH, never
+// INVALID_TXN_STATE (KAFKA-19690).
 func init() { register(kmsg.Produce.Int16(), 3, 13, handleProduce) }
 
 func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -84,12 +86,15 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 	parsed := parseProduce(req)
 	var txnErr error
 	z := h.authz(r)
+	var guards map[topicpart.TopicPartition]verified
 	if hasTransactionalRecords(parsed) {
 		switch {
 		case req.TransactionID == nil:
 			txnErr = fmt.Errorf("%w: transactional records in a produce request without a transactional id", kerr.TransactionalIDAuthorizationFailed)
 		case !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, *req.TransactionID):
 			txnErr = kerr.TransactionalIDAuthorizationFailed
+		default:
+			guards = h.verifyProduce(ctx, req, parsed)
 		}
 	}
 	k := 0 // the partition's index in parsed
@@ -125,7 +130,7 @@ func handleProduce(ctx context.Context, h *Handler, r *server.Request) (kmsg.Res
 			case isInternal(name):
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, name)
 			default:
-				pend, err = h.produceOne(req, name, rp.Partition, batch, sp)
+				pend, err = h.produceOne(req, name, rp.Partition, batch, sp, guards)
 			}
 			if err != nil {
 				fail(sp, name, err)
@@ -232,15 +237,22 @@ func countProduce(tm *replica.TopicMetrics, resp *kmsg.ProduceResponse, names []
 
 // produceOne appends one partition's batch and fills in where it went.
 func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition int32,
-	batch *record.Produced, sp *kmsg.ProduceResponseTopicPartition) (*replica.Pending, error) {
+	batch *record.Produced, sp *kmsg.ProduceResponseTopicPartition, guards map[topicpart.TopicPartition]verified) (*replica.Pending, error) {
 	p, err := h.partition(topic, partition)
 	if err != nil {
 		return nil, err
 	}
-	if batch.Transactional() {
-		return nil, errTxnUnverifiable
+	tp := topicpart.TopicPartition{Topic: topic, Partition: partition}
+	var pend replica.Pending
+	if v, ok := guards[tp]; ok {
+		if v.err != nil {
+			sp.LogStartOffset = p.Log.LogStartOffset()
+			return nil, v.err
+		}
+		pend, err = h.d.Replicas.AppendProducedVerified(tp, batch, req.Acks, v.guard)
+	} else {
+		pend, err = h.d.Replicas.AppendProduced(tp, batch, req.Acks)
 	}
-	pend, err := h.d.Replicas.AppendProduced(topicpart.TopicPartition{Topic: topic, Partition: partition}, batch, req.Acks)
 	if err != nil {
 		sp.LogStartOffset = p.Log.LogStartOffset()
 		return nil, err
@@ -250,12 +262,6 @@ func (h *Handler) produceOne(req *kmsg.ProduceRequest, topic string, partition i
 	sp.LogStartOffset = pend.Result.LogStartOffset
 	return &pend, nil
 }
-
-// errTxnUnverifiable is Kafka's answer to a transactional batch whose
-// partition cannot be verified as part of the transaction because the
-// transaction coordinator is not available.
-var errTxnUnverifiable = fmt.Errorf("%w: Unable to verify the partition has been added to the transaction. Underlying error: COORDINATOR_NOT_AVAILABLE",
-	kerr.NotEnoughReplicas)
 
 // parseProduce decodes every partition's batch header, in request order.
 func parseProduce(req *kmsg.ProduceRequest) []record.Produced {

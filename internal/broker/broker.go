@@ -29,6 +29,8 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
+	"github.com/gregor-broker/gregor/internal/txn"
 	"github.com/gregor-broker/gregor/internal/vfs"
 )
 
@@ -78,6 +80,7 @@ type Broker struct {
 	// requestMemory bounds the request bytes held (queued.max.request.bytes).
 	requestMemory *server.MemoryPool
 	groups        *group.Coordinator
+	txns          *txn.Coordinator
 	// listeners are the client listeners, in listeners order (the first
 	// is the one Addr reports); they share handler.
 	listeners []kafkaListener
@@ -369,6 +372,17 @@ func (b *Broker) Lifecycle() *cluster.Lifecycle { return b.life }
 
 // Groups exposes the group coordinator.
 func (b *Broker) Groups() *group.Coordinator { return b.groups }
+
+// Transactions exposes the transaction coordinator.
+func (b *Broker) Transactions() *txn.Coordinator { return b.txns }
+
+// leaderEpoch is a hosted partition's leader epoch (0 when not hosted).
+func (b *Broker) leaderEpoch(tp topicpart.TopicPartition) int32 {
+	if p, ok := b.replicas.Get(tp); ok {
+		return p.LeaderEpoch()
+	}
+	return 0
+}
 
 // Logs exposes the log manager.
 func (b *Broker) Logs() *logmgr.Manager { return b.logs }

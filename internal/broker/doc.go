@@ -43,9 +43,13 @@
 // partition log; a log the image does not give this broker — no such topic
 // or partition, another topic id, this broker not a replica — is renamed
 // stray and kept, Kafka's isStrayKraftReplica) → replica manager, group
-// coordinator, the authorizer over the ACLs caught up with, request handler → the first publish (the whole image:
+// coordinator, the authorizer over the ACLs caught up with, transaction
+// coordinator (markers written through api.MarkerWriter: the
+// WriteTxnMarkers path to a local leader, a WriteTxnMarkers request to
+// another broker's), request handler → the first publish (the whole image:
 // partitions hosted in their roles, coordinators of the __consumer_offsets
-// partitions led here loaded) → the log manager's jobs and the log cleaner
+// and __transaction_state partitions led here loaded) → the log manager's
+// jobs and the log cleaner
 // → the admin JSON API, web console and metrics are registered → heartbeats
 // ask to be unfenced → once the controller has unfenced the broker and the
 // entry that did is published here, Ready is closed and Run serves clients.
@@ -65,9 +69,10 @@
 // broker configs, topics removed (their partitions dropped, logs deleted),
 // partitions created or changed (hosted with the image's leader, leader
 // epoch and partition epoch; dropped when this broker is no longer a
-// replica), topic configs re-resolved, and the group coordinator loading a
-// __consumer_offsets partition when this broker becomes its leader and
-// unloading it when it stops being it.
+// replica), topic configs re-resolved, and the group and transaction
+// coordinators loading a __consumer_offsets or __transaction_state
+// partition when this broker becomes its leader and unloading it when it
+// stops being it.
 //
 // The controller: the node that leads raft is the active controller
 // (controller.Shell). This broker reaches it through api.ControllerRouter:
@@ -79,8 +84,10 @@
 //
 // Shutdown (SIGTERM/SIGINT in gregor serve): a controlled shutdown first (the
 // controller moves this broker's leaderships away; bounded by
-// broker.session.timeout.ms), then the group coordinator (parked
-// JoinGroup/SyncGroup requests are answered NOT_COORDINATOR), the client
+// broker.session.timeout.ms), then the transaction coordinator (its marker
+// senders stop; a decided transaction is completed by the next load) and
+// the group coordinator (parked JoinGroup/SyncGroup requests are answered
+// NOT_COORDINATOR), the client
 // listener (in-flight requests finish), the admin listener and the log
 // cleaner stop; the log manager flushes every log, writes the checkpoints
 // and the clean-shutdown marker; the broker epoch is written for the next

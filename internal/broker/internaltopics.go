@@ -2,13 +2,12 @@ package broker
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/metadata"
+	"github.com/gregor-broker/gregor/internal/txn"
 )
 
 // internalTopic is a topic the broker creates by itself on first use, as
@@ -24,30 +23,10 @@ func internalTopics(b *config.Broker) []internalTopic {
 		{group.OffsetsTopicSpec(b),
 			[]string{"offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes", "min.insync.replicas"},
 			"no consumer group could ever join, commit or fetch offsets"},
-		{transactionStateTopicSpec(b),
+		{group.TopicSpec(txn.StateTopicSpec(b)),
 			[]string{"transaction.state.log.num.partitions", "transaction.state.log.replication.factor",
 				"transaction.state.log.segment.bytes", "transaction.state.log.min.isr"},
 			"no transactional producer could ever start"},
-	}
-}
-
-// transactionStateTopicSpec is how Kafka's transaction coordinator creates
-// __transaction_state (TransactionLog's topic configs). Gregor has no
-// transaction coordinator yet; the spec is checked at start so that a
-// configuration that could never work is refused now, not when transactions
-// arrive.
-func transactionStateTopicSpec(b *config.Broker) group.TopicSpec {
-	return group.TopicSpec{
-		Name:              controller.TransactionStateTopic,
-		Partitions:        b.Int("transaction.state.log.num.partitions"),
-		ReplicationFactor: int16(b.Int("transaction.state.log.replication.factor")),
-		Configs: map[string]string{
-			"cleanup.policy":                 "compact",
-			"compression.type":               "uncompressed",
-			"min.insync.replicas":            strconv.Itoa(int(b.Int("transaction.state.log.min.isr"))),
-			"segment.bytes":                  strconv.Itoa(int(b.Int("transaction.state.log.segment.bytes"))),
-			"unclean.leader.election.enable": "false",
-		},
 	}
 }
 

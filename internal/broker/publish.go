@@ -10,6 +10,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/topicpart"
+	"github.com/gregor-broker/gregor/internal/txn"
 )
 
 // Publish makes the broker follow a metadata image (cluster.Listener): the
@@ -17,8 +18,9 @@ import (
 // the authorizer over the ACLs, then the partitions this broker is a replica of
 // (hosted in the role the image gives them; Kafka's
 // ReplicaManager.applyDelta, without LeaderAndIsr), the logs of partitions
-// it no longer holds deleted, the topic configs, and the group coordinator
-// following the leaderships of __consumer_offsets. d nil: compare prev and
+// it no longer holds deleted, the topic configs, and the group and
+// transaction coordinators following the leaderships of __consumer_offsets
+// and __transaction_state. d nil: compare prev and
 // next whole. It runs on the publisher's goroutine, one image at a time.
 func (b *Broker) Publish(prev, next *metadata.Image, d *metadata.Delta) {
 	b.replicas.SetImage(next)
@@ -131,8 +133,24 @@ func (b *Broker) applyPartition(next *metadata.Image, t *metadata.TopicImage, p 
 		b.logger.Error("hosting partition failed", "partition", tp, "err", err)
 		return
 	}
-	if t.Name == group.OffsetsTopic {
+	switch t.Name {
+	case group.OffsetsTopic:
 		b.followCoordinator(p, pi.Leader == self)
+	case txn.StateTopic:
+		b.followTxnCoordinator(p, pi.Leader == self)
+	}
+}
+
+// followTxnCoordinator loads a __transaction_state partition's transactions
+// when this broker becomes its leader, and unloads them when it stops being
+// it.
+func (b *Broker) followTxnCoordinator(p int32, leader bool) {
+	loaded := slices.Contains(b.txns.Loaded(), p)
+	switch {
+	case leader && !loaded:
+		b.txns.OnElection(p)
+	case !leader && loaded:
+		b.txns.OnResignation(p)
 	}
 }
 
@@ -159,8 +177,11 @@ func (b *Broker) dropTopic(t *metadata.TopicImage) {
 
 // dropPartition stops hosting tp and deletes its log.
 func (b *Broker) dropPartition(tp topicpart.TopicPartition) {
-	if tp.Topic == group.OffsetsTopic {
+	switch tp.Topic {
+	case group.OffsetsTopic:
 		b.groups.OnResignation(tp.Partition)
+	case txn.StateTopic:
+		b.txns.OnResignation(tp.Partition)
 	}
 	if err := b.replicas.Drop(tp); err != nil {
 		b.logger.Error("deleting partition log failed", "partition", tp, "err", err)

@@ -12,7 +12,7 @@ import (
 // controller moves its leaderships away and says when every active broker
 // has seen that; bounded by broker.session.timeout.ms, after which it goes
 // on as Kafka does), then the client listener lets in-flight requests
-// finish, the group coordinator, admin listener and cleaner stop, the logs
+// finish, the transaction and group coordinators, admin listener and cleaner stop, the logs
 // are flushed and closed, and the broker epoch is written for the next
 // start (a clean shutdown). The metadata log, the controller and the
 // CONTROLLER listener stop last, and the log dirs' locks are released.
@@ -26,6 +26,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		cleanStop := b.controlledShutdown(ctx)
 		if b.replicas != nil {
 			b.replicas.BeginShutdown()
+		}
+		if b.txns != nil {
+			b.txns.Close()
 		}
 		if b.groups != nil {
 			b.groups.Close()

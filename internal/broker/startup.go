@@ -16,6 +16,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/txn"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
@@ -66,7 +67,7 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 	// The authorizer over the ACLs caught up with, before any request is
 	// served; Publish rebuilds it whenever they change.
 	b.refreshAuthorizer(im)
-	b.handler.Set(api.New(api.Deps{
+	deps := api.Deps{
 		NodeID: cfg.NodeID(), Metadata: published{b}, Controller: b.ctrl.RPC, Replicas: b.replicas, Logs: b.logs,
 		Sessions:          b.sessions,
 		Config:            b.Config,
@@ -80,7 +81,15 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 		CheckBrokerConfig: b.checkBrokerConfig,
 		Clock:             b.o.Clock,
 		Logger:            b.logger,
-	}))
+	}
+	// The transaction coordinator loads the __transaction_state partitions
+	// this broker leads as they are published, and writes markers through
+	// the WriteTxnMarkers path.
+	b.txns = txn.NewCoordinator(txn.Options{Replicas: b.replicas, Topics: groupTopics{b}, Config: b.Config,
+		Clock: b.o.Clock, Logger: b.logger, ProducerIDs: b.nextProducerID, Markers: api.NewMarkerWriter(deps),
+		LeaderEpoch: b.leaderEpoch})
+	deps.Txn = b.txns
+	b.handler.Set(api.New(deps))
 	b.node.StartPublishing(b)
 	if err := b.node.WaitPublished(ctx, caughtUp); err != nil {
 		return 0, err

@@ -276,6 +276,10 @@ func gregorDefs() []Def {
 				"answers are written in request order. 5 is Kafka clients' own maximum.", atLeast(1)),
 		broker("gregor.max.in.flight.bytes.per.connection", Int, "67108864",
 			"Bytes of one connection's unanswered requests past which it reads no further request (one request is always read).", atLeast(1)),
+		broker("gregor.transaction.version", Short, "2",
+			"The finalized level of Kafka's transaction.version feature that ApiVersions advertises: 2 is KIP-890 part 2 "+
+				"(an epoch bump per transaction, implicit partition adds), 1 and 0 the original protocol. Kafka sets it with "+
+				"kafka-features.sh; transactional clients pick their protocol from it.", between(0, 2)),
 		broker("gregor.metrics.partition.series.enable", Boolean, "false",
 			"Expose per-partition series (kafka_log_log_* with topic and partition labels) on /metrics; broker-wide totals are always exposed.", dynamic),
 	}

@@ -1,6 +1,6 @@
 // Package coord is the coordinator runtime shared by the group coordinator
-// (and, later, the transaction coordinator): Kafka's CoordinatorRuntime for a
-// single node.
+// and the transaction coordinator: Kafka's CoordinatorRuntime for a single
+// node.
 //
 // A coordinator's state is split by the partitions of its internal topic
 // (__consumer_offsets for groups). Each loaded partition has one shard, a
@@ -24,7 +24,12 @@
 // appends their records with log.OriginCoordinator through the replica
 // manager with acks=-1: one v2 batch per round (more only when the round
 // exceeds the partition's max.message.bytes; one op's records always share a
-// batch, so each op's writes are atomic). Replies of the round — reads
+// batch, so each op's writes are atomic). An op may also write a
+// transactional producer's records (Output.WriteTxn: a batch of their own
+// with the producer's id and epoch, a transactional offset commit) and a
+// transaction marker (Output.WriteMarker, appended with the log's marker
+// checks); writes go out in op order. Effects (Output.Effect) are handed to
+// Options.OnDurable once the round's writes are durable. Replies of the round — reads
 // included — are released only after the append returns, i.e. once the
 // records are under the high watermark (fsynced when gregor.ack.fsync is
 // on), like an acks=all produce. No client ever sees state that a crash could
@@ -41,8 +46,9 @@
 // # Loading
 //
 // Load starts a partition's owner, which replays the partition from its log
-// start offset to its log end offset (control and transactional batches are
-// skipped until transactional offset commits exist) before serving. While it
+// start offset to its log end offset before serving. Transactional records
+// and markers go to a shard that implements TxnShard (ReplayTxn,
+// ReplayMarker); other shards skip them. While it
 // loads, Do fails with COORDINATOR_LOAD_IN_PROGRESS; for partitions without an
 // owner it fails with NOT_COORDINATOR, as Kafka's coordinators do.
 //

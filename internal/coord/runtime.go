@@ -35,12 +35,55 @@ type Reply struct {
 
 // Output collects what an op or a timer wants done.
 type Output struct {
+	// Records are written in a plain (non-transactional) batch.
 	Records []Record
+	// Txn, when set, are records written for a transactional producer, in
+	// a batch of their own (a transactional offset commit).
+	Txn *TxnWrite
+	// Marker, when set, is a transaction marker written to the partition
+	// after the records (ending a transaction on it).
+	Marker  *Marker
 	Replies []Reply
+	// Effects are handed to Options.OnDurable once the round's writes are
+	// durable, in op order; a round whose write fails drops them.
+	Effects []any
+}
+
+// TxnWrite is records a transactional producer writes through a
+// coordinator: one batch with the producer's id and epoch and the
+// transactional attribute.
+type TxnWrite struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Records       []Record
 }
 
 // Write appends records to the partition.
 func (o *Output) Write(recs ...Record) { o.Records = append(o.Records, recs...) }
+
+// WriteTxn appends records of a transactional producer.
+func (o *Output) WriteTxn(pid int64, epoch int16, recs ...Record) {
+	if o.Txn == nil {
+		o.Txn = &TxnWrite{ProducerID: pid, ProducerEpoch: epoch}
+	}
+	o.Txn.Records = append(o.Txn.Records, recs...)
+}
+
+// Marker is a transaction marker a coordinator writes to its own
+// partition (log.MarkerSpec).
+type Marker struct {
+	ProducerID         int64
+	ProducerEpoch      int16
+	Commit             bool
+	CoordinatorEpoch   int32
+	TransactionVersion int16
+}
+
+// WriteMarker appends a transaction marker.
+func (o *Output) WriteMarker(m Marker) { o.Marker = &m }
+
+// Effect asks for e to be handed to Options.OnDurable once durable.
+func (o *Output) Effect(e any) { o.Effects = append(o.Effects, e) }
 
 // Reply answers w (once the round's records are durable).
 func (o *Output) Reply(w Waiter, v any, err error) {
@@ -62,6 +105,16 @@ type Shard interface {
 	NextDeadline() (time.Time, bool)
 }
 
+// TxnShard is a Shard whose partition also holds transactional records and
+// transaction markers (transactional offset commits); replay hands them
+// over instead of skipping them.
+type TxnShard interface {
+	// ReplayTxn applies one record of a transactional batch.
+	ReplayTxn(offset, producerID int64, r Record) error
+	// ReplayMarker applies a transaction marker.
+	ReplayMarker(offset, producerID int64, commit bool) error
+}
+
 // Op runs on the owner goroutine of a shard. w is the op's own waiter.
 type Op[S Shard] func(s S, now time.Time, w Waiter, out *Output)
 
@@ -72,6 +125,8 @@ type Partitions interface {
 	Log(tp topicpart.TopicPartition) (*log.Log, bool)
 	// Append writes a batch and waits for the acknowledgement acks asks for.
 	Append(ctx context.Context, tp topicpart.TopicPartition, batch []byte, acks int16, origin log.Origin) (log.AppendResult, error)
+	// AppendMarker writes a transaction marker and waits likewise.
+	AppendMarker(ctx context.Context, tp topicpart.TopicPartition, spec log.MarkerSpec, acks int16) (log.AppendResult, error)
 }
 
 // Options configure a Runtime.
@@ -88,6 +143,9 @@ type Options[S Shard] struct {
 	LoadBufferBytes func() int
 	// WriteTimeout bounds one append (offsets.commit.timeout.ms).
 	WriteTimeout func() time.Duration
+	// OnDurable receives the effects of a round once its writes are
+	// durable, on the owner goroutine (it must not block on the shard).
+	OnDurable func(partition int32, effects []any)
 }
 
 // ErrRecordsTooLarge: one op's records do not fit in a batch of the
@@ -387,12 +445,30 @@ func replayBatches[S Shard](s S, buf []byte, maxOut int) (next int64, n int, err
 			return next, n, err
 		}
 		next = h.NextOffset()
+		ts, txnAware := any(s).(TxnShard)
 		if h.Control() || h.Transactional() {
-			continue
+			if !txnAware {
+				continue
+			}
+			if h.Control() {
+				m, err := record.ParseControl(batch, maxOut)
+				if err != nil {
+					return next, n, fmt.Errorf("replay marker at offset %d: %w", h.BaseOffset, err)
+				}
+				if m.Type == record.ControlAbort || m.Type == record.ControlCommit {
+					if err := ts.ReplayMarker(h.BaseOffset, h.ProducerID, m.Type == record.ControlCommit); err != nil {
+						return next, n, err
+					}
+				}
+				continue
+			}
 		}
 		err = record.Iterate(batch, maxOut, func(r *record.Record) error {
 			n++
 			rec := Record{Key: cloneBytes(r.Key), Value: cloneBytes(r.Value)}
+			if h.Transactional() {
+				return ts.ReplayTxn(h.BaseOffset+int64(r.OffsetDelta), h.ProducerID, rec)
+			}
 			return s.Replay(h.BaseOffset+int64(r.OffsetDelta), rec)
 		})
 		if err != nil {
@@ -441,35 +517,42 @@ func (ow *owner[S]) process(round []*pendingOp[S]) {
 	maxBytes := ow.maxBatchBytes()
 	var (
 		replies []Reply
-		groups  [][]Record
+		groups  []writeGroup
+		effects []any
 		tooBig  = -1
 	)
+	collect := func(out *Output) {
+		replies = append(replies, out.Replies...)
+		effects = append(effects, out.Effects...)
+		if len(out.Records) > 0 {
+			groups = append(groups, writeGroup{recs: out.Records, pid: -1})
+		}
+		if out.Txn != nil && len(out.Txn.Records) > 0 {
+			groups = append(groups, writeGroup{recs: out.Txn.Records, pid: out.Txn.ProducerID, epoch: out.Txn.ProducerEpoch})
+		}
+		if out.Marker != nil {
+			groups = append(groups, writeGroup{marker: out.Marker})
+		}
+	}
 	for i, p := range round {
 		ow.nextWaiter++
 		w := ow.nextWaiter
 		ow.waiters[w] = p.reply
 		var out Output
 		p.op(ow.shard, now, w, &out)
-		if len(out.Records) > 0 && recordsSize(out.Records)+record.HeaderSize > maxBytes &&
-			!ow.fitsCompressed(out.Records, now, maxBytes) {
+		if ow.tooLarge(&out, now, maxBytes) {
 			tooBig = i
 			ow.deliver([]Reply{{Waiter: w, Err: fmt.Errorf("%w: %w: %d records of one request",
 				kerr.UnknownServerError, ErrRecordsTooLarge, len(out.Records))}})
 			break
 		}
-		replies = append(replies, out.Replies...)
-		if len(out.Records) > 0 {
-			groups = append(groups, out.Records)
-		}
+		collect(&out)
 	}
 	if tooBig < 0 {
 		if at, ok := ow.shard.NextDeadline(); ok && !now.Before(at) {
 			var out Output
 			ow.shard.Tick(now, &out)
-			replies = append(replies, out.Replies...)
-			if len(out.Records) > 0 {
-				groups = append(groups, out.Records)
-			}
+			collect(&out)
 		}
 	}
 	if tooBig >= 0 {
@@ -486,9 +569,38 @@ func (ow *owner[S]) process(round []*pendingOp[S]) {
 		return
 	}
 	ow.deliver(replies)
+	if len(effects) > 0 && ow.rt.o.OnDurable != nil {
+		ow.rt.o.OnDurable(ow.partition, effects)
+	}
 	if tooBig >= 0 {
 		ow.reload(fmt.Errorf("%w: the coordinator state was rebuilt after an oversized write", kerr.NotCoordinator))
 	}
+}
+
+// tooLarge reports whether one op's records cannot fit in a batch.
+func (ow *owner[S]) tooLarge(out *Output, now time.Time, maxBytes int) bool {
+	for _, recs := range [][]Record{out.Records, txnRecords(out.Txn)} {
+		if len(recs) > 0 && recordsSize(recs)+record.HeaderSize > maxBytes && !ow.fitsCompressed(recs, now, maxBytes) {
+			return true
+		}
+	}
+	return false
+}
+
+func txnRecords(t *TxnWrite) []Record {
+	if t == nil {
+		return nil
+	}
+	return t.Records
+}
+
+// writeGroup is one op's write: plain records (pid -1), a transactional
+// producer's records, or a marker.
+type writeGroup struct {
+	recs   []Record
+	pid    int64
+	epoch  int16
+	marker *Marker
 }
 
 // reload answers every parked waiter with err and rebuilds the shard from
@@ -556,8 +668,15 @@ func (ow *owner[S]) fitsCompressed(recs []Record, now time.Time, maxBytes int) b
 }
 
 func (ow *owner[S]) build(recs []Record, now time.Time) ([]byte, error) {
+	return ow.buildFor(recs, now, -1, -1)
+}
+
+// buildFor encodes records as one batch; pid >= 0 makes it a transactional
+// producer's (base sequence -1, as Kafka's coordinator runtime writes them).
+func (ow *owner[S]) buildFor(recs []Record, now time.Time, pid int64, epoch int16) ([]byte, error) {
 	ts := now.UnixMilli()
-	spec := &record.BatchSpec{Codec: ow.rt.o.Codec(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	spec := &record.BatchSpec{Codec: ow.rt.o.Codec(), ProducerID: pid, ProducerEpoch: epoch, BaseSequence: -1,
+		Transactional: pid >= 0}
 	spec.Records = make([]record.BuildRecord, len(recs))
 	for i, r := range recs {
 		spec.Records[i] = record.BuildRecord{OffsetDelta: int32(i), Timestamp: ts, Key: r.Key, Value: r.Value}
@@ -565,34 +684,62 @@ func (ow *owner[S]) build(recs []Record, now time.Time) ([]byte, error) {
 	return record.Build(spec)
 }
 
-// write appends the round's record groups, as few batches as fit, each with
-// acks=-1.
-func (ow *owner[S]) write(now time.Time, groups [][]Record, maxBytes int) error {
+// write appends the round's writes in op order, each with acks=-1: plain
+// record groups in as few batches as fit, a transactional producer's
+// records in a batch of their own, markers as they come.
+func (ow *owner[S]) write(now time.Time, groups []writeGroup, maxBytes int) error {
 	var batch []Record
 	size := record.HeaderSize
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		b, err := ow.build(batch, now)
+	appendBatch := func(recs []Record, pid int64, epoch int16) error {
+		b, err := ow.buildFor(recs, now, pid, epoch)
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ow.rt.o.WriteTimeout())
 		defer cancel()
 		_, err = ow.rt.o.Replicas.Append(ctx, ow.tp, b, -1, log.OriginCoordinator)
+		return err
+	}
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := appendBatch(batch, -1, -1)
 		batch, size = batch[:0], record.HeaderSize
 		return err
 	}
 	for _, g := range groups {
-		gs := recordsSize(g)
-		if len(batch) > 0 && size+gs > maxBytes {
+		switch {
+		case g.marker != nil:
 			if err := flush(); err != nil {
 				return err
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), ow.rt.o.WriteTimeout())
+			m := g.marker
+			_, err := ow.rt.o.Replicas.AppendMarker(ctx, ow.tp, log.MarkerSpec{ProducerID: m.ProducerID,
+				ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch,
+				TransactionVersion: m.TransactionVersion}, -1)
+			cancel()
+			if err != nil {
+				return err
+			}
+		case g.pid >= 0:
+			if err := flush(); err != nil {
+				return err
+			}
+			if err := appendBatch(g.recs, g.pid, g.epoch); err != nil {
+				return err
+			}
+		default:
+			gs := recordsSize(g.recs)
+			if len(batch) > 0 && size+gs > maxBytes {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+			batch = append(batch, g.recs...)
+			size += gs
 		}
-		batch = append(batch, g...)
-		size += gs
 	}
 	return flush()
 }
@@ -606,6 +753,12 @@ func NormalizeWriteError(err error) error {
 		return fmt.Errorf("%w: %v", kerr.UnknownServerError, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	case errors.Is(err, log.ErrInvalidProducerEpoch):
+		return fmt.Errorf("%w: %v", kerr.InvalidProducerEpoch, err)
+	case errors.Is(err, log.ErrTransactionCoordinatorFenced):
+		return fmt.Errorf("%w: %v", kerr.TransactionCoordinatorFenced, err)
+	case errors.Is(err, log.ErrInvalidTxnState):
+		return fmt.Errorf("%w: %v", kerr.InvalidTxnState, err)
 	case errors.As(err, &ke):
 		switch ke {
 		case kerr.UnknownTopicOrPartition, kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.RequestTimedOut:

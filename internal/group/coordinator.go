@@ -272,6 +272,29 @@ func (c *Coordinator) Commit(ctx context.Context, req *CommitRequest) (*CommitRe
 	return res, err
 }
 
+// TxnCommit runs a TxnOffsetCommit; it returns once the transactional
+// records are durable (the offsets stay pending until the marker).
+func (c *Coordinator) TxnCommit(ctx context.Context, req *TxnCommitRequest) (*CommitResult, error) {
+	res, err := do[*CommitResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		out.Reply(w, s.TxnCommit(now, req, out), nil)
+	})
+	if errors.Is(err, coord.ErrRecordsTooLarge) {
+		err = fmt.Errorf("%w: %v", kerr.InvalidCommitOffsetSize, err)
+	}
+	return res, err
+}
+
+// CompleteTransaction writes a transaction marker to a __consumer_offsets
+// partition (WriteTxnMarkers there) and applies it to the pending offsets;
+// it returns once the marker is durable.
+func (c *Coordinator) CompleteTransaction(ctx context.Context, partition int32, m coord.Marker) error {
+	_, err := c.rt.Do(ctx, partition, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
+		s.CompleteTransaction(m, out)
+		out.Reply(w, nil, nil)
+	})
+	return err
+}
+
 // Fetch runs one group of an OffsetFetch.
 func (c *Coordinator) Fetch(ctx context.Context, req *FetchRequest) (*FetchResult, error) {
 	return do[*FetchResult](ctx, c, req.Group, func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {

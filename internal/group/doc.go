@@ -64,7 +64,17 @@
 //     host, timeouts, subscription and assignment), written when a join phase
 //     empties the group, when the leader's assignment arrives, and when a
 //     static member's id changes;
-//   - tombstones (null value) for deleted offsets and groups.
+//   - tombstones (null value) for deleted offsets and groups;
+//   - transactional offset commits (TxnOffsetCommit): the same offset commit
+//     records in a transactional batch of the producer, and the producer's
+//     COMMIT or ABORT marker, which the group coordinator writes itself
+//     (WriteTxnMarkers for a __consumer_offsets partition lands here), so
+//     state and log agree. Until its marker an offset is pending: invisible
+//     to OffsetFetch, UNSTABLE_OFFSET_COMMIT with RequireStable; COMMIT
+//     materialises it unless a plain commit of the partition was written
+//     after it (by log position, so replay decides the same way), ABORT
+//     drops it (txn_offsets.go). A group with pending offsets is not
+//     expired.
 //
 // A shard's durable state is exactly the replay of these records (Replay;
 // key versions of the consumer/share protocols are skipped); Loaded then

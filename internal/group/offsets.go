@@ -53,7 +53,8 @@ func (s *Shard) Commit(now time.Time, req *CommitRequest, out *coord.Output) *Co
 					kerr.OffsetMetadataTooLarge, len(md), cfg.OffsetMetadataMaxBytes)
 				continue
 			}
-			o := Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: md, CommitTimestamp: nowMs, ExpireTimestamp: -1}
+			o := Offset{Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: md, CommitTimestamp: nowMs, ExpireTimestamp: -1,
+				seq: s.nextSeq()}
 			if req.RetentionMs >= 0 {
 				o.ExpireTimestamp = nowMs + req.RetentionMs
 			}
@@ -88,10 +89,27 @@ func (s *Shard) validateCommit(g *group, req *CommitRequest) error {
 }
 
 // Fetch handles one group of an OffsetFetch. An unknown group has no
-// offsets (-1), as in Kafka. Every committed offset is already durable
-// (replies wait for their records), so RequireStable has nothing to wait for
-// until transactional offset commits exist.
+// offsets (-1), as in Kafka. With RequireStable a partition with a
+// transactional offset still pending answers UNSTABLE_OFFSET_COMMIT (the
+// consumer retries until the transaction ends).
 func (s *Shard) Fetch(req *FetchRequest) *FetchResult {
+	res := s.fetch(req)
+	if !req.RequireStable || len(s.pending) == 0 {
+		return res
+	}
+	for i := range res.Topics {
+		ft := &res.Topics[i]
+		for j := range ft.Partitions {
+			if fp := &ft.Partitions[j]; s.hasPending(req.Group, ft.Topic, fp.Partition) {
+				fp.Err = fmt.Errorf("%w: group %s has a transactional offset of %s-%d pending",
+					kerr.UnstableOffsetCommit, req.Group, ft.Topic, fp.Partition)
+			}
+		}
+	}
+	return res
+}
+
+func (s *Shard) fetch(req *FetchRequest) *FetchResult {
 	g := s.groups[req.Group]
 	res := &FetchResult{}
 	if req.Topics == nil {
@@ -232,7 +250,7 @@ func (s *Shard) expireOffsets(nowMs int64, out *coord.Output) {
 		} else if g.numOffsets() > 0 {
 			allGone = false
 		}
-		if allGone && g.state == Empty && len(g.pending) == 0 {
+		if allGone && g.state == Empty && len(g.pending) == 0 && !s.groupHasPending(id) {
 			s.logger.Info("deleting empty group without offsets", "group", id)
 			s.deleteGroup(g, out)
 		}

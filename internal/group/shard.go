@@ -43,6 +43,10 @@ type Shard struct {
 	logger    *slog.Logger
 	groups    map[string]*group
 	timers    *timers
+	// pending are transactional offset commits awaiting their marker, by
+	// producer id (txn_offsets.go); seq is the last record order handed out.
+	pending map[int64]pendingOffsets
+	seq     int64
 }
 
 // NewShard returns an empty shard. cfg is consulted on every operation (so
@@ -57,6 +61,7 @@ func NewShard(partition int32, cfg func() Config, newID func() string, logger *s
 
 // Replay applies one __consumer_offsets record.
 func (s *Shard) Replay(offset int64, r coord.Record) error {
+	s.seq = max(s.seq, offset)
 	k, err := decodeKey(r.Key)
 	if err != nil {
 		return fmt.Errorf("record at offset %d: %w", offset, err)
@@ -78,6 +83,7 @@ func (s *Shard) Replay(offset int64, r coord.Record) error {
 			g = newGroup(k.group, -1)
 			s.groups[k.group] = g
 		}
+		o.seq = offset
 		g.setOffset(k.topic, k.partition, o)
 	case kindGroup:
 		if r.Value == nil {

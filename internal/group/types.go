@@ -47,6 +47,10 @@ type Offset struct {
 	Metadata        string
 	CommitTimestamp int64 // ms
 	ExpireTimestamp int64 // ms; -1 unless an OffsetCommit v2-v4 set a retention time
+	// seq orders commits as the log does (the record's offset once
+	// replayed; a counter above every replayed offset for records written
+	// since): a transactional offset materialises only over an older one.
+	seq int64
 }
 
 // Protocol is one (name, metadata) pair of a JoinGroup.

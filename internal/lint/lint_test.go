@@ -59,9 +59,11 @@ var mayImport = map[string][]string{
 	"internal/replica/isr":          nil,
 	"internal/replica":              {"clock", "log", "logmgr", "metadata", "record", "replica/isr", "topicpart", "vfs"},
 
-	// Coordinators: the runtime and the consumer group state machine.
+	// Coordinators: the runtime, the consumer group and the transaction
+	// state machines.
 	"internal/coord": {"clock", "log", "record", "topicpart"},
 	"internal/group": {"clock", "config", "coord", "metadata", "record"},
+	"internal/txn":   {"clock", "config", "coord", "metadata", "topicpart"},
 
 	// A node's membership in the cluster: the metadata log's state machine
 	// and publisher, the controller on it, the broker lifecycle.
@@ -74,8 +76,8 @@ var mayImport = map[string][]string{
 	// side one node uses to reach another.
 	"internal/server":  {"bufpool"},
 	"internal/kclient": nil,
-	"internal/api": {"auth", "bufpool", "clock", "config", "controller", "group", "kclient", "log", "logmgr", "metadata",
-		"quorum", "record", "replica", "replica/isr", "server", "topicpart"},
+	"internal/api": {"auth", "bufpool", "clock", "config", "controller", "coord", "group", "kclient", "log", "logmgr", "metadata",
+		"quorum", "record", "replica", "replica/isr", "server", "topicpart", "txn"},
 
 	// The admin HTTP listener and the read model it shows.
 	"internal/admin":             {"cleaner", "config"},
@@ -85,7 +87,7 @@ var mayImport = map[string][]string{
 
 	// The composition root, and what starts it.
 	"internal/broker": {"admin", "admin/source", "api", "auth", "cleaner", "clock", "cluster", "config", "controller", "group",
-		"kclient", "log", "logdirs", "logmgr", "metadata", "record", "replica", "server", "topicpart", "vfs"},
+		"kclient", "log", "logdirs", "logmgr", "metadata", "record", "replica", "server", "topicpart", "txn", "vfs"},
 	"internal/broker/brokertest": {"broker", "vfs"}, // StartOn runs a broker on any vfs.FS
 	"cmd/gregor":                 {"admin", "broker", "cleaner", "cluster", "config", "logdirs", "record", "vfs"},
 
@@ -106,7 +108,7 @@ var external = []struct {
 	users []string // packages, or package/file.go for one file
 }{
 	{"github.com/twmb/franz-go/pkg/kmsg", "Kafka message types only where requests are decoded or records serialised",
-		[]string{"internal/api", "internal/server", "internal/kclient", "internal/group/records.go", "cmd/gregor"}},
+		[]string{"internal/api", "internal/server", "internal/kclient", "internal/group/records.go", "internal/txn/records.go", "cmd/gregor"}},
 	{"github.com/twmb/franz-go/pkg/kgo", "the Kafka client only in the CLI, test support and for compression codecs",
 		[]string{"internal/record/compression.go", "internal/cleaner/codec.go", "internal/broker/brokertest", "cmd/gregor"}},
 	{"github.com/twmb/franz-go/pkg/kadm", "the admin client only in the CLI and test support",

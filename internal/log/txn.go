@@ -72,6 +72,14 @@ func (l *Log) StartTransactionVerification(pid int64, seq int32, epoch int16, su
 	return l.producers.startVerification(pid, seq, epoch, supportsEpochBump, l.nowMs())
 }
 
+// HasOngoingTransaction is Kafka's hasOngoingTransaction: pid has a
+// transaction open here in epoch.
+func (l *Log) HasOngoingTransaction(pid int64, epoch int16) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.producers.hasOngoing(pid, epoch)
+}
+
 // ProducerEpoch is the epoch the log last saw from pid (ok false when it
 // does not know pid): a produce from an older epoch is refused before any
 // verification (KAFKA-19690).

@@ -421,6 +421,94 @@ func (m *Manager) Append(ctx context.Context, tp topicpart.TopicPartition, batch
 	return pend.Result, m.AwaitContext(ctx, []*Pending{&pend})[0]
 }
 
+// AppendMarker writes a transaction marker to tp (the leader's side of
+// WriteTxnMarkers: Kafka appends it with origin COORDINATOR and acks=-1) and
+// waits for the acknowledgement acks asks for: with acks=-1 until the
+// partition's high watermark passes the marker, as a produce with acks=all.
+// The log checks it against the producer state (INVALID_PRODUCER_EPOCH,
+// TRANSACTION_COORDINATOR_FENCED).
+func (m *Manager) AppendMarker(ctx context.Context, tp topicpart.TopicPartition, spec log.MarkerSpec, acks int16) (log.AppendResult, error) {
+	pend, err := m.AppendMarkerNoWait(tp, spec, acks)
+	if err != nil {
+		return pend.Result, err
+	}
+	return pend.Result, m.AwaitContext(ctx, []*Pending{&pend})[0]
+}
+
+// AppendMarkerNoWait is AppendMarker without the wait: pass the Pending
+// values of several partitions to Await, which waits for them at once.
+// Only a leader writes a marker (a follower copies it from its leader);
+// with acks=-1 an ISR below min.insync.replicas refuses it
+// (NOT_ENOUGH_REPLICAS), as Kafka's appendRecords for the coordinator.
+func (m *Manager) AppendMarkerNoWait(tp topicpart.TopicPartition, spec log.MarkerSpec, acks int16) (Pending, error) {
+	p, ok := m.Get(tp)
+	if !ok {
+		return Pending{}, kerr.UnknownTopicOrPartition
+	}
+	if acks == -1 {
+		if st := p.ReplicaState(); st.UnderMinISR() {
+			return Pending{}, fmt.Errorf("%w: the ISR of %s has %d replicas, min.insync.replicas is %d",
+				kerr.NotEnoughReplicas, tp, st.ISR, st.MinISR)
+		}
+	}
+	p.roleMu.RLock()
+	role := p.role
+	if !role.Leader {
+		p.roleMu.RUnlock()
+		return Pending{}, NotLeaderError(role)
+	}
+	res, err := p.Log.AppendMarker(spec, role.LeaderEpoch)
+	p.roleMu.RUnlock()
+	if err != nil {
+		return Pending{Result: res}, err
+	}
+	return m.afterAppend(p, res, acks, role.Replicas), nil
+}
+
+// afterAppend starts what an appended batch's acknowledgement needs: the
+// followers woken, the fsync (or the high watermark's advance without one),
+// and for acks=all the high watermark to wait for.
+func (m *Manager) afterAppend(p *Partition, res log.AppendResult, acks int16, replicas int32) Pending {
+	pend := Pending{Result: res, p: p}
+	if acks == -1 {
+		pend.required = res.LastOffset + 1
+	}
+	if replicas > 1 {
+		p.notifyFollowers()
+	}
+	switch {
+	case !m.ackFsync:
+		m.advanceHW(p)
+		if p.Log.FlushDue(m.logs.Clock().Now()) {
+			m.syncAsync(p)
+		}
+	case acks == 0:
+		m.syncAsync(p)
+	default:
+		ps, upTo := &pendingSync{done: make(chan struct{})}, res.LastOffset+1
+		pend.sync = ps
+		sync := func() {
+			defer close(ps.done)
+			ps.err = m.syncForAck(p, upTo)
+		}
+		if m.runSync != nil {
+			m.runSync(sync)
+		} else {
+			go sync()
+		}
+	}
+	return pend
+}
+
+// StartTransactionVerification is log.StartTransactionVerification on tp.
+func (m *Manager) StartTransactionVerification(tp topicpart.TopicPartition, pid int64, seq int32, epoch int16, tv2 bool) (log.VerificationGuard, error) {
+	p, ok := m.Get(tp)
+	if !ok {
+		return 0, kerr.UnknownTopicOrPartition
+	}
+	return p.Log.StartTransactionVerification(pid, seq, epoch, tv2), nil
+}
+
 // Pending is an appended batch whose acknowledgement may still need its
 // partition's high watermark to pass it.
 type Pending struct {
@@ -463,17 +551,25 @@ type pendingSync struct {
 // Pending values of one request to Await, which waits for all of them at
 // once (one group-committed fsync per partition, partitions in parallel).
 func (m *Manager) AppendNoWait(tp topicpart.TopicPartition, batch []byte, acks int16, origin log.Origin) (Pending, error) {
-	return m.appendNoWait(tp, batch, nil, acks, origin)
+	return m.appendNoWait(tp, batch, nil, acks, origin, 0)
 }
 
 // AppendProduced is AppendNoWait for a client's batch whose header the
 // caller has decoded (record.ParseProduce), so it is not decoded again.
 func (m *Manager) AppendProduced(tp topicpart.TopicPartition, p *record.Produced, acks int16) (Pending, error) {
-	return m.appendNoWait(tp, p.Bytes, p, acks, log.OriginClient)
+	return m.appendNoWait(tp, p.Bytes, p, acks, log.OriginClient, 0)
 }
 
-// appendNoWait appends produced (when not nil) or batch.
-func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produced *record.Produced, acks int16, origin log.Origin) (Pending, error) {
+// AppendProducedVerified is AppendProduced for a client's transactional
+// batch the transaction coordinator verified with guard (KIP-890).
+func (m *Manager) AppendProducedVerified(tp topicpart.TopicPartition, p *record.Produced, acks int16, guard log.VerificationGuard) (Pending, error) {
+	return m.appendNoWait(tp, p.Bytes, p, acks, log.OriginClient, guard)
+}
+
+// appendNoWait appends produced (when not nil) or batch; guard is the
+// verification a client's transactional batch passed (0: none).
+func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produced *record.Produced, acks int16, origin log.Origin,
+	guard log.VerificationGuard) (Pending, error) {
 	p, ok := m.Get(tp)
 	if !ok {
 		return Pending{}, kerr.UnknownTopicOrPartition
@@ -497,9 +593,14 @@ func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produc
 	}
 	var res log.AppendResult
 	var err error
-	if produced != nil {
+	switch {
+	case produced != nil && guard != 0:
+		res, err = p.Log.AppendProducedVerified(produced, role.LeaderEpoch, guard)
+	case produced != nil:
 		res, err = p.Log.AppendProduced(produced, role.LeaderEpoch)
-	} else {
+	case guard != 0:
+		res, err = p.Log.AppendVerified(batch, role.LeaderEpoch, guard)
+	default:
 		res, err = p.Log.Append(batch, origin, role.LeaderEpoch)
 	}
 	p.roleMu.RUnlock()
@@ -513,35 +614,7 @@ func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produc
 		p.count(cBytesIn, len(batch))
 		p.count(cMessagesIn, int(res.LastOffset-res.BaseOffset+1))
 	}
-	pend := Pending{Result: res, p: p}
-	if acks == -1 {
-		pend.required = res.LastOffset + 1
-	}
-	if role.Replicas > 1 {
-		p.notifyFollowers()
-	}
-	switch {
-	case !m.ackFsync:
-		m.advanceHW(p)
-		if p.Log.FlushDue(m.logs.Clock().Now()) {
-			m.syncAsync(p)
-		}
-	case acks == 0:
-		m.syncAsync(p)
-	default:
-		ps, upTo := &pendingSync{done: make(chan struct{})}, res.LastOffset+1
-		pend.sync = ps
-		sync := func() {
-			defer close(ps.done)
-			ps.err = m.syncForAck(p, upTo)
-		}
-		if m.runSync != nil {
-			m.runSync(sync)
-		} else {
-			go sync()
-		}
-	}
-	return pend, nil
+	return m.afterAppend(p, res, acks, role.Replicas), nil
 }
 
 // NotLeaderError is NOT_LEADER_OR_FOLLOWER for a partition in role.

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
+	"github.com/gregor-broker/gregor/internal/txn"
+)
+
+// AddPartitionsToTxn, versions 0-5 (Kafka 4.2).
+//
+// v0-3 come from producers: one transaction, answered per partition. As in
+// KafkaApis, partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION and
+// then every other partition OPERATION_NOT_ATTEMPTED without asking the
+// coordinator; otherwise every partition gets the coordinator's answer
+// (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2). v4+ come from
+// partition leaders and batch transactions: VerifyOnly ones are KIP-890
+// verification (per partition: NONE, or TRANSACTION_ABORTABLE when not in
+// the ongoing transaction), the others a transactions v2 implicit add (a
+// Produce v12+). Kafka requires CLUSTER_ACTION for v4+; Gregor has no ACLs
+// and serves them.
+func init() { register(kmsg.AddPartitionsToTxn.Int16(), 0, 5, handleAddPartitionsToTxn) }
+
+func handleAddPartitionsToTxn(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version < 4 {
+		tx := kmsg.AddPartitionsToTxnRequestTransaction{TransactionalID: req.TransactionalID,
+			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}
+		for _, t := range req.Topics {
+			tx.Topics = append(tx.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+		res := h.addPartitionsToTxn(ctx, req.Version, &tx)
+		for _, t := range res.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, p.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	for i := range req.Transactions {
+		resp.Transactions = append(resp.Transactions, h.addPartitionsToTxn(ctx, req.Version, &req.Transactions[i]))
+	}
+	return resp, nil
+}
+
+func (h *Handler) addPartitionsToTxn(ctx context.Context, version int16, tx *kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
+	res := kmsg.NewAddPartitionsToTxnResponseTransaction()
+	res.TransactionalID = tx.TransactionalID
+	codes := map[topicpart.TopicPartition]error{}
+	var tps []topicpart.TopicPartition
+	unknown := false
+	for _, t := range tx.Topics {
+		topic := h.d.Metadata.Image().Topic(t.Topic)
+		for _, p := range t.Partitions {
+			tp := topicpart.TopicPartition{Topic: t.Topic, Partition: p}
+			tps = append(tps, tp)
+			if topic == nil || p < 0 || p >= int32(len(topic.Partitions)) {
+				codes[tp], unknown = kerr.UnknownTopicOrPartition, true
+			}
+		}
+	}
+	switch {
+	case unknown:
+		for _, tp := range tps {
+			if codes[tp] == nil {
+				codes[tp] = kerr.OperationNotAttempted
+			}
+		}
+	default:
+		h.coordinateAdd(ctx, version, tx, tps, codes)
+	}
+	for _, t := range tx.Topics {
+		rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+			rp.Partition = p
+			rp.ErrorCode = errCode(h.d.Logger, codes[topicpart.TopicPartition{Topic: t.Topic, Partition: p}])
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		res.Topics = append(res.Topics, rt)
+	}
+	return res
+}
+
+// coordinateAdd asks the coordinator to add (or verify) tps and fills codes.
+func (h *Handler) coordinateAdd(ctx context.Context, version int16, tx *kmsg.AddPartitionsToTxnRequestTransaction,
+	tps []topicpart.TopicPartition, codes map[topicpart.TopicPartition]error) {
+	t, err := h.txns()
+	req := txn.AddRequest{TransactionalID: tx.TransactionalID, ProducerID: tx.ProducerID, ProducerEpoch: tx.ProducerEpoch,
+		Partitions: tps, VerifyOnly: version >= 4 && tx.VerifyOnly, TV: txn.TV0}
+	if version >= 4 && !tx.VerifyOnly {
+		req.TV = txn.TV2
+	}
+	switch {
+	case err != nil:
+	case tx.TransactionalID == "":
+		err = fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
+	case req.VerifyOnly:
+		var per map[topicpart.TopicPartition]error
+		if per, err = t.Verify(ctx, req); err == nil {
+			for tp, e := range per {
+				codes[tp] = e
+			}
+			return
+		}
+	default:
+		err = fencedBefore(t.AddPartitions(ctx, req), version, 2)
+	}
+	for _, tp := range tps {
+		codes[tp] = err
+	}
+}

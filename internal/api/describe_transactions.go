@@ -1,0 +1,55 @@
+package api
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/server"
+)
+
+// DescribeTransactions, version 0 (Kafka 4.2, KIP-664): the state, timeout,
+// start time, producer id and epoch and partitions of each transactional id
+// this broker coordinates. An empty id is INVALID_REQUEST, an unknown one
+// TRANSACTIONAL_ID_NOT_FOUND, one coordinated elsewhere NOT_COORDINATOR.
+func init() { register(kmsg.DescribeTransactions.Int16(), 0, 0, handleDescribeTransactions) }
+
+func handleDescribeTransactions(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
+	req := r.Body.(*kmsg.DescribeTransactionsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	for _, id := range req.TransactionalIDs {
+		st := kmsg.NewDescribeTransactionsResponseTransactionState()
+		st.TransactionalID = id
+		st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+		err := func() error {
+			if id == "" {
+				return fmt.Errorf("%w: empty transactional id", kerr.InvalidRequest)
+			}
+			t, err := h.txns()
+			if err != nil {
+				return err
+			}
+			d, err := t.Describe(ctx, id)
+			if err != nil {
+				return err
+			}
+			st.State, st.TimeoutMillis, st.StartTimestamp = d.State.String(), d.TimeoutMs, d.StartMs
+			st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
+			for _, tp := range d.Partitions {
+				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
+					tt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+					tt.Topic = tp.Topic
+					st.Topics = append(st.Topics, tt)
+				}
+				tt := &st.Topics[len(st.Topics)-1]
+				tt.Partitions = append(tt.Partitions, tp.Partition)
+			}
+			return nil
+		}()
+		st.ErrorCode = errCode(h.d.Logger, err)
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return resp, nil
+}

@@ -1,0 +1,126 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/gregor-broker/gregor/internal/coord"
+	"github.com/gregor-broker/gregor/internal/group"
+	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/replica"
+	"github.com/gregor-broker/gregor/internal/topicpart"
+	"github.com/gregor-broker/gregor/internal/txn"
+)
+
+// The transaction APIs' shared helpers: the coordinator, Kafka's per-version
+// error rewrites, and the leader's side of WriteTxnMarkers.
+
+func (h *Handler) txns() (*txn.Coordinator, error) {
+	if h.d.Txn == nil {
+		return nil, fmt.Errorf("%w: this broker has no transaction coordinator", kerr.CoordinatorNotAvailable)
+	}
+	return h.d.Txn, nil
+}
+
+// fencedBefore rewrites PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for request
+// versions older than first (KafkaApis: clients of those versions do not
+// know PRODUCER_FENCED; InitProducerId < 4, AddPartitionsToTxn,
+// AddOffsetsToTxn and EndTxn < 2).
+func fencedBefore(err error, version, first int16) error {
+	if version < first && errors.Is(err, kerr.ProducerFenced) {
+		return fmt.Errorf("%w: %v", kerr.InvalidProducerEpoch, err)
+	}
+	return err
+}
+
+// finalizedTV is the finalized transaction.version feature level.
+func (h *Handler) finalizedTV() int16 { return txn.FinalizedVersion(h.d.Config()) }
+
+// MarkerWriter is the leader's side of WriteTxnMarkers on this broker: each
+// marker is appended to its partition with acks=-1 and answered once
+// acknowledged; on a __consumer_offsets partition the group coordinator
+// writes it (and applies it to the pending transactional offsets). The
+// transaction coordinator uses it for the partitions this broker leads, the
+// WriteTxnMarkers handler for requests from other brokers' coordinators, so
+// both see the same errors.
+type MarkerWriter struct {
+	d Deps
+}
+
+// NewMarkerWriter writes markers with d's metadata, replicas and group
+// coordinator.
+func NewMarkerWriter(d Deps) *MarkerWriter {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &MarkerWriter{d: d}
+}
+
+// WriteTxnMarkers implements txn.MarkerWriter.
+func (w *MarkerWriter) WriteTxnMarkers(ctx context.Context, m txn.Marker) map[topicpart.TopicPartition]error {
+	res := make(map[topicpart.TopicPartition]error, len(m.Partitions))
+	spec := log.MarkerSpec{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Commit,
+		CoordinatorEpoch: m.CoordinatorEpoch, TransactionVersion: m.TransactionVersion}
+	var pends []*replica.Pending
+	var pendTPs []topicpart.TopicPartition
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, tp := range m.Partitions {
+		switch t := w.d.Metadata.Image().Topic(tp.Topic); {
+		case t == nil || tp.Partition < 0 || tp.Partition >= int32(len(t.Partitions)):
+			res[tp] = txn.ErrPartitionGone
+		case tp.Topic == group.OffsetsTopic:
+			wg.Add(1)
+			go func(tp topicpart.TopicPartition) {
+				defer wg.Done()
+				err := w.groupMarker(ctx, tp, m)
+				mu.Lock()
+				res[tp] = err
+				mu.Unlock()
+			}(tp)
+		default:
+			pend, err := w.d.Replicas.AppendMarkerNoWait(tp, spec, -1)
+			if err != nil {
+				res[tp] = asKafkaError(w.d, err)
+				continue
+			}
+			pends, pendTPs = append(pends, &pend), append(pendTPs, tp)
+		}
+	}
+	errs := w.d.Replicas.Await(pends)
+	wg.Wait()
+	for i, tp := range pendTPs {
+		res[tp] = asKafkaError(w.d, errs[i])
+	}
+	return res
+}
+
+// groupMarker has the group coordinator write a marker to its partition.
+// Its coordinator errors become NOT_LEADER_OR_FOLLOWER, as Kafka translates
+// them, so the transaction coordinator retries.
+func (w *MarkerWriter) groupMarker(ctx context.Context, tp topicpart.TopicPartition, m txn.Marker) error {
+	if w.d.Groups == nil {
+		return kerr.NotLeaderForPartition
+	}
+	err := w.d.Groups.CompleteTransaction(ctx, tp.Partition, coord.Marker{ProducerID: m.ProducerID,
+		ProducerEpoch: m.ProducerEpoch, Commit: m.Commit, CoordinatorEpoch: m.CoordinatorEpoch,
+		TransactionVersion: m.TransactionVersion})
+	if errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator) {
+		return fmt.Errorf("%w: %v", kerr.NotLeaderForPartition, err)
+	}
+	return asKafkaError(w.d, err)
+}
+
+// asKafkaError keeps the message of err behind its Kafka code.
+func asKafkaError(d Deps, err error) error {
+	ke := kafkaError(d.Logger, err)
+	if ke == nil || errors.Is(err, ke) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ke, err)
+}

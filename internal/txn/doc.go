@@ -1,0 +1,85 @@
+// Package txn is the transaction coordinator: Kafka's
+// TransactionCoordinator, TransactionStateManager and
+// TransactionMarkerChannelManager for the transactional ids whose
+// __transaction_state partitions this broker leads.
+//
+// # Layout
+//
+//   - Shard (shard.go, ops.go, state.go) is the state of one
+//     __transaction_state partition: the transactional ids that hash to it
+//     (coord.PartitionFor: Java's String.hashCode, Utils.abs, modulo the
+//     partition count) with their metadata (Txn). It is a deterministic
+//     state machine on the shared internal/coord runtime: every method takes
+//     the time as an argument; effects are returned in a coord.Output —
+//     records to append, replies, and MarkerJob / NeedProducerID effects the
+//     shell carries out once the records are durable. No goroutines, locks,
+//     clocks or I/O.
+//   - Coordinator (coordinator.go) is the shell: it creates
+//     __transaction_state on first use (FindCoordinator), loads the
+//     partitions this broker leads into the runtime as the broker publishes
+//     their leadership (OnElection, OnResignation; one owner goroutine
+//     each, with the partition's leader epoch as coordinator epoch), allocates
+//     producer ids (blocks the controller records) when an op asks for one
+//     (ErrNeedProducerID: a new transactional id, or a rotation at epoch
+//     exhaustion), and runs the marker sender.
+//   - markers.go writes a decided transaction's markers through a
+//     MarkerWriter (on one node the api package's, the same code that serves
+//     WriteTxnMarkers; in a cluster one that routes each partition to its
+//     leader), retrying retriable answers with backoff, skipping partitions
+//     whose topic is gone, stopping when a leader says the transaction was
+//     superseded (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED),
+//     then completing the transaction on its shard.
+//   - records.go is the serialisation, the package's only kmsg user.
+//
+// # State machine (Kafka's TransactionState)
+//
+// Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit,
+// CompleteAbort; Dead and PrepareEpochFence are transient and never
+// written. Every transition is checked against Kafka's valid previous
+// states. The commit point is the PrepareCommit (PrepareAbort) record: EndTxn
+// is answered once it is durable; the markers follow, and Complete* is
+// written only after every partition acknowledged its marker. A load
+// re-drives every Prepare* it finds (the first Tick after Loaded hands its
+// markers to the shell), so a crash at any point completes the decision.
+//
+// Kafka's pendingState (CONCURRENT_TRANSACTIONS while an append is in
+// flight) needs no field here: the runtime runs ops one at a time and
+// releases their replies only once their records are durable, and a failed
+// write rebuilds the shard from the log. What remains asynchronous is the
+// Prepare* state itself, which answers CONCURRENT_TRANSACTIONS to
+// InitProducerId, AddPartitionsToTxn and a retried EndTxn. A producer fenced
+// by InitProducerId or by its transaction's timeout
+// (transaction.abort.timed.out.transaction.cleanup.interval.ms) gets its
+// transaction aborted with a bumped epoch (twice bumped under TV2), and the
+// fencing InitProducerId is answered CONCURRENT_TRANSACTIONS until the abort
+// completes. Idle transactional ids in Empty or Complete* expire after
+// transactional.id.expiration.ms (a tombstone). Deviation: a transactions v2
+// implicit add that finds the previous transaction completing waits for it
+// (up to 2 s) instead of answering CONCURRENT_TRANSACTIONS at once.
+//
+// The checks of every API run in Kafka's order with Kafka's codes (ops.go):
+// INVALID_PRODUCER_ID_MAPPING for an unknown id or producer id,
+// PRODUCER_FENCED for another epoch (the api package rewrites it for old
+// request versions), CONCURRENT_TRANSACTIONS while Prepare*, and the EndTxn
+// tables of TV1 (EndTxn ≤ v4) and TV2 (v5: a retry carries the epoch before
+// the bump).
+//
+// # On-disk format (__transaction_state, Kafka's schemas)
+//
+// Key TransactionLogKey v0 (the transactional id); value TransactionLogValue
+// v1 (flexible, KIP-915) once transaction.version ≥ 1 is finalized, v0
+// before: producer id and epoch, timeout, state, partitions (null for
+// Empty), last update and start timestamps, and tags. Deliberate deviation:
+// tags 0 and 1 (PreviousProducerId, NextProducerId) are written when set, so
+// a coordinator taking over during a producer id rotation completes it;
+// Kafka writes them as -1. Tags Gregor does not know are kept when a value
+// is rewritten. A tombstone expires an id. lastProducerEpoch is in memory
+// only (-1 after a load), as in Kafka.
+//
+// # Concurrency
+//
+// A Shard is used only by its owner goroutine. Coordinator methods are safe
+// for concurrent use; each blocks until its op's records are durable. The
+// marker sender runs one goroutine per transaction being completed, stopped
+// by Close.
+package txn
