@@ -23,6 +23,10 @@
 #   CONFORMANCE_SKIP      -test.skip regex to use instead of the one computed
 #                         from FEATURE_TESTS and what the broker serves
 #   CONFORMANCE_KEEP_LOG  set to keep the broker log and data dir
+#   CONFORMANCE_SERVE_SET broker configs for gregor serve, "key=value ..."
+#                         (each becomes a --set), e.g.
+#                         gregor.transaction.version=1 to force transactions v1
+#   RUN                   -test.run regex (passed to franz-go.sh), e.g. ^TestTxnEtl$
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -126,6 +130,8 @@ listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT
 sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER
 listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
 PROPS
+SETS=()
+for kv in ${CONFORMANCE_SERVE_SET:-}; do SETS+=(--set "$kv"); done
 broker_fail() {
   log "conformance: FAILED: $1"
   for f in "$WORK"/broker.log "$WORK"/dev/node-*.log; do
@@ -140,7 +146,7 @@ BOOTSTRAP=
 # ready: its pid in SASL_PID, its addresses in SASL_BOOTSTRAP, SASL_ADMIN
 # and SASL_ADDR (the SASL_PLAINTEXT listener).
 start_sasl_serve() {
-  "$BIN" serve --config "$WORK/server.properties" --data-dir "$1" --admin-listen 127.0.0.1:0 \
+  "$BIN" serve --config "$WORK/server.properties" --data-dir "$1" --admin-listen 127.0.0.1:0 "${SETS[@]}" \
     --log-format text --log-level "${CONFORMANCE_LOG_LEVEL:-warn}" >"$WORK/banner" 2>"$WORK/broker.log" &
   SASL_PID=$!
   SASL_BOOTSTRAP= SASL_ADMIN=
@@ -167,8 +173,8 @@ if [ "$NODES" = 1 ]; then
   start_sasl_serve "$WORK/data"
   BROKER_PID=$SASL_PID SASL_PID= BOOTSTRAP=$SASL_BOOTSTRAP
 else
-  log "starting $BIN dev --nodes $NODES (data in $WORK/dev)"
-  "$BIN" dev --nodes "$NODES" --dir "$WORK/dev" --port-base 0 --admin-port-base 0 \
+  log "starting $BIN dev --nodes $NODES (data in $WORK/dev) ${SETS[*]}"
+  "$BIN" dev --nodes "$NODES" --dir "$WORK/dev" --port-base 0 --admin-port-base 0 "${SETS[@]}" \
     --log-level "${CONFORMANCE_LOG_LEVEL:-warn}" >"$WORK/dev-banner" 2>&1 &
   BROKER_PID=$!
   for _ in $(seq 1200); do  # 120s: gregor dev waits for every node's /readyz

@@ -13,7 +13,9 @@
 #   4. runs `go test ./...` (unit and end-to-end tests); the packages with
 #      concurrency (RACE_PKGS) run under -race instead of the plain run;
 #   5. runs franz-go's conformance suite against a 3-node cluster of the
-#      built binary (scripts/conformance.sh: gregor dev --nodes 3, KGO_TEST_RF=1);
+#      built binary (scripts/conformance.sh: gregor dev --nodes 3,
+#      KGO_TEST_RF=1), then TestTxnEtl again with transaction.version=1
+#      (transactions without KIP-890 part 2);
 #   6. prints each part's summary and exits non-zero if anything failed.
 #
 # Environment:
@@ -180,6 +182,22 @@ if [ -z "${SKIP_CONFORMANCE:-}" ]; then
   fi
   [ "$conf_rc" -ne 0 ] && [ "$cf_fail" -eq 0 ] && cf_fail=1
   conf_line="$conf_line in $(( $(date +%s) - t_part ))s"
+  # Transactional clients of the original protocol (librdkafka, kafkajs,
+  # older Java and franz-go): the ETL again with transaction.version=1.
+  log "franz-go conformance: TestTxnEtl with transaction.version=1"
+  t_part=$(date +%s)
+  CONFORMANCE_SERVE_SET=gregor.transaction.version=1 RUN='^TestTxnEtl$' bash scripts/conformance.sh | tee "$WORK/conformance-tv1.out"
+  tv1_rc=${PIPESTATUS[0]}
+  tv1_line="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$WORK/conformance-tv1.out" | tail -n 1)"
+  if [ -n "$tv1_line" ]; then
+    cf_pass=$(( cf_pass + $(echo "$tv1_line" | awk '{print $1}') ))
+    cf_fail=$(( cf_fail + $(echo "$tv1_line" | awk '{print $3}') ))
+  fi
+  if [ "$tv1_rc" -ne 0 ]; then
+    conf_rc=$tv1_rc
+    [ -z "$tv1_line" ] && cf_fail=$(( cf_fail + 1 ))
+  fi
+  conf_line="$conf_line; TestTxnEtl with transaction.version=1: ${tv1_line:-no summary} in $(( $(date +%s) - t_part ))s"
 fi
 
 summary="$checks_line
