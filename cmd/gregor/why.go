@@ -31,11 +31,12 @@ func whyCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
 		Use:   "why",
-		Short: "Explain, from the broker's own state, why a partition is or is not compacted and what retention deletes next",
+		Short: "Explain, from the broker's own state, why a partition is or is not compacted, what retention deletes next, what holds its last stable offset",
 		Long: `Ask the broker why: its log cleaner's verdict on a partition (dirty ratio
 against min.cleanable.dirty.ratio, what stops the cleanable range, when it is
-eligible next) or what its retention check deletes next and when, each with
-the config to change.
+eligible next), what its retention check deletes next and when, each with
+the config to change, or which transactions hold its last stable offset back
+and what will end them (the hanging-transaction detector).
 
 Kafka's protocol does not carry this state, so why reads Gregor's admin HTTP
 API (gregor serve --admin-listen, default 127.0.0.1:9644) instead of the
@@ -44,7 +45,7 @@ broker's partition document (GET /v1/partitions/TOPIC/PARTITION) under
 "partition_view", next to the sentences.`,
 	}
 	f.register(cmd, "table (sentences)")
-	cmd.AddCommand(whyCompactionCmd(&f), whyRetentionCmd(&f))
+	cmd.AddCommand(whyCompactionCmd(&f), whyRetentionCmd(&f), whyLSOCmd(&f))
 	return cmd
 }
 
@@ -74,6 +75,42 @@ func whyRetentionCmd(f *adminFlags) *cobra.Command {
 			return runWhy(cmd, f, args[0], explainRetention)
 		},
 	}
+}
+
+func whyLSOCmd(f *adminFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "lso TOPIC/PARTITION",
+		Short: "What holds a partition's last stable offset back (read_committed consumers stop there), and what ends it",
+		Example: `  gregor why lso payments/0
+  gregor why lso payments/0 -o json | jq .partition_view.transactions`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeAdminPartitions(f),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runWhy(cmd, f, args[0], explainLSO)
+		},
+	}
+}
+
+// explainLSO words the hanging-transaction detector's verdicts.
+func explainLSO(v admin.PartitionView, _ time.Time) []string {
+	name := fmt.Sprintf("%s/%d", v.Topic, v.Partition)
+	held := v.HW - v.LSO
+	if len(v.Transactions) == 0 {
+		return []string{fmt.Sprintf("%s: nothing holds the last stable offset back: it is the high watermark, %d.", name, v.HW)}
+	}
+	out := []string{fmt.Sprintf("%s: the last stable offset is %d, %d record(s) below the high watermark %d: read_committed consumers stop there.",
+		name, v.LSO, held, v.HW)}
+	for _, t := range v.Transactions {
+		line := fmt.Sprintf("  [%s] from offset %d", strings.ToUpper(t.Class), t.FirstOffset)
+		if t.AgeMs >= 0 {
+			line += fmt.Sprintf(", %s old", (time.Duration(t.AgeMs) * time.Millisecond).Round(time.Millisecond))
+		}
+		out = append(out, line+": "+t.Explanation+".")
+		if t.Action != "" {
+			out = append(out, "    To end it: "+t.Action)
+		}
+	}
+	return out
 }
 
 // whyOutput is `why -o json`: the sentences and the broker's document.

@@ -280,6 +280,8 @@ func TestGroupDigitsAndRatio(t *testing.T) {
 // the broker really sends.
 type whySource struct{ views []admin.PartitionView }
 
+func (s whySource) Transactions(context.Context) ([]admin.HeldPartition, error) { return nil, nil }
+
 func (s whySource) Cluster(context.Context) (admin.ClusterView, error) {
 	return admin.ClusterView{ClusterID: "test-cluster", NodeID: 1}, nil
 }

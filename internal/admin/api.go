@@ -43,6 +43,9 @@ func RegisterAPI(a *Admin, s Source) {
 		}
 		return s.Records(ctx, q)
 	})))
+	a.Handle("GET /v1/transactions", api.handle(func(ctx context.Context, _ *http.Request) (any, error) {
+		return s.Transactions(ctx)
+	}))
 	a.Handle("GET /v1/groups", api.handle(func(ctx context.Context, _ *http.Request) (any, error) {
 		return s.Groups(ctx)
 	}))

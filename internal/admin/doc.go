@@ -35,7 +35,8 @@
 //	GET /v1/topics/{topic}                    TopicView
 //	GET /v1/partitions/{topic}/{partition}    PartitionView: offsets, segments,
 //	                                          replicas, cleaner, retention plan,
-//	                                          groups' committed offsets, configs
+//	                                          groups' committed offsets, configs,
+//	                                          the transactions holding its LSO
 //	GET /v1/partitions/{topic}/{partition}/records
 //	                                          RecordPage; query: offset or
 //	                                          timestamp (unix ms, not both),
@@ -47,6 +48,11 @@
 //	                                          (served by package cleaner)
 //	GET /v1/groups                            []GroupSummary, by id
 //	GET /v1/groups/{group}                    GroupView (the id may hold "/")
+//	GET /v1/transactions                      []HeldPartition: every partition
+//	                                          whose LSO transactions hold back,
+//	                                          each classified (open, timing_out,
+//	                                          completing, unreplicated, orphan,
+//	                                          unknown) with what ends it
 //
 // Errors are {"error": "<message>", "code": "<code>"}: 400 bad_request for a
 // path or query parameter that does not parse (the message names it), 404

@@ -43,6 +43,10 @@ type Source interface {
 	Groups(ctx context.Context) ([]GroupSummary, error)
 	// Group describes one group: members, assignments, offsets and lag.
 	Group(ctx context.Context, id string) (GroupView, error)
+	// Transactions lists every partition whose last stable offset a
+	// transaction holds back, each holder classified by the
+	// hanging-transaction detector, sorted by topic and partition.
+	Transactions(ctx context.Context) ([]HeldPartition, error)
 	// Records reads a bounded page of records from one partition, up to
 	// the high watermark (read_uncommitted) or the LSO (read_committed).
 	// The scan stops at q.MaxRecords, q.MaxBytes, the bound, or when ctx
@@ -287,6 +291,43 @@ type PartitionView struct {
 	// Configs that shape this partition's log (segment.bytes, retention.*,
 	// cleanup.policy, min.cleanable.dirty.ratio, …), effective values.
 	Configs []ConfigView `json:"configs"`
+	// Transactions hold the last stable offset back: every transaction open
+	// on the partition, or decided with its marker not yet under the high
+	// watermark, earliest first, with the detector's verdict.
+	Transactions []TransactionView `json:"transactions"`
+}
+
+// TransactionView is one transaction holding a partition's last stable
+// offset back, classified by the hanging-transaction detector: open,
+// timing_out, completing, unreplicated, orphan (hanging: no coordinator will
+// ever end it) or unknown (the coordinator cannot be asked).
+type TransactionView struct {
+	ProducerID       int64 `json:"producer_id"`
+	ProducerEpoch    int16 `json:"producer_epoch"`
+	CoordinatorEpoch int32 `json:"coordinator_epoch"`
+	FirstOffset      int64 `json:"first_offset"`
+	// StartMs is the broker's clock at the transaction's first batch here
+	// (-1 when it began before the log was loaded); AgeMs counts from it
+	// (from the producer's last batch timestamp when it is unknown).
+	StartMs         int64  `json:"start_ms"`
+	AgeMs           int64  `json:"age_ms"`
+	Class           string `json:"class"`
+	TransactionalID string `json:"transactional_id,omitempty"`
+	State           string `json:"state,omitempty"` // the coordinator's
+	TimeoutMs       int32  `json:"timeout_ms,omitempty"`
+	Explanation     string `json:"explanation"`
+	// Action is what ends it when someone must act.
+	Action string `json:"action,omitempty"`
+}
+
+// HeldPartition is a partition whose last stable offset transactions hold
+// back (HW − LSO records are invisible to read_committed consumers).
+type HeldPartition struct {
+	Topic            string            `json:"topic"`
+	Partition        int32             `json:"partition"`
+	LastStableOffset int64             `json:"last_stable_offset"`
+	HighWatermark    int64             `json:"high_watermark"`
+	Transactions     []TransactionView `json:"transactions"`
 }
 
 // ReplicaView is one replica's state as the leader sees it.

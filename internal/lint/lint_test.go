@@ -83,7 +83,7 @@ var mayImport = map[string][]string{
 	"internal/admin":             {"cleaner", "config"},
 	"internal/admin/consoletest": nil,
 	"internal/admin/source": {"admin", "cleaner", "clock", "config", "controller", "group", "log", "logmgr",
-		"metadata", "record", "replica", "replica/isr", "topicpart", "vfs"},
+		"metadata", "record", "replica", "replica/isr", "topicpart", "txn", "vfs"},
 
 	// The composition root, and what starts it.
 	"internal/broker": {"admin", "admin/source", "api", "auth", "cleaner", "clock", "cluster", "config", "controller", "group",

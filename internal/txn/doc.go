@@ -30,6 +30,13 @@
 //     superseded (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED),
 //     then completing the transaction on its shard.
 //   - records.go is the serialisation, the package's only kmsg user.
+//   - hanging.go is the hanging-transaction detector (beyond Kafka):
+//     Diagnose, a pure function of a partition's open transaction
+//     (log.OpenTxn) and the coordinator's view of its producer id
+//     (Coordinator.ForProducer), classifies what holds the last stable
+//     offset back as open, timing_out, completing, unreplicated, orphan or
+//     unknown, with what ends it (for an orphan, the kafka-transactions.sh
+//     abort command). The admin API and `gregor why lso` show it.
 //
 // # State machine (Kafka's TransactionState)
 //

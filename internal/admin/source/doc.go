@@ -23,6 +23,11 @@
 //   - the metadata quorum: Deps.Quorum (the broker asks the quorum leader
 //     with DescribeQuorum, bounded by a timeout, and adds its own raft
 //     state);
+//   - transactions holding a partition's last stable offset back: the log's
+//     OpenTransactions and, for each producer id, the transaction
+//     coordinator's view (Deps.Txns), classified by txn.Diagnose (the
+//     hanging-transaction detector); PartitionView.Transactions and
+//     /v1/transactions;
 //   - log dirs: FS.DiskUsage for each dir, the log manager's logs in it and
 //     the stray logs it set aside there; which dir holds the metadata.
 //

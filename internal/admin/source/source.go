@@ -70,13 +70,15 @@ type Groups interface {
 	Describe(ctx context.Context, id string) (*group.Description, error)
 }
 
-// Deps are the broker parts a Source reads. Cleaner and Groups may be nil.
+// Deps are the broker parts a Source reads. Cleaner, Groups and Txns may be
+// nil.
 type Deps struct {
 	Metadata   Metadata
 	Partitions Partitions
 	Logs       Logs
 	Cleaner    CleanerStatus
 	Groups     Groups
+	Txns       Txns
 	// Config is the current broker configuration; TopicConfig resolves a
 	// topic's configuration against it.
 	Config      func() *config.Broker
@@ -454,6 +456,7 @@ func (s *Source) Partition(ctx context.Context, topic string, partition int32) (
 			Bytes: n.Bytes, Reason: n.Reason, DueMs: n.DueMs}
 	}
 
+	v.Transactions = s.transactions(ctx, h.tp(), h.part.Log)
 	offsets, err := s.decorations(ctx)
 	if err != nil {
 		return v, err
