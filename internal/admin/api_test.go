@@ -65,7 +65,9 @@ func newAPIFakeSource() *apiFakeSource {
 
 func (s *apiFakeSource) Cluster(context.Context) (ClusterView, error) { return s.cluster, s.failWith }
 
-func (s *apiFakeSource) Transactions(context.Context) ([]HeldPartition, error) { return nil, s.failWith }
+func (s *apiFakeSource) Transactions(context.Context) ([]HeldPartition, error) {
+	return nil, s.failWith
+}
 
 func (s *apiFakeSource) Topics(context.Context) ([]TopicSummary, error) {
 	if s.failWith != nil {

@@ -80,7 +80,9 @@ func (f *fakeSource) Group(ctx context.Context, id string) (GroupView, error) {
 	return g, ctx.Err()
 }
 
-func (f *fakeSource) Transactions(ctx context.Context) ([]HeldPartition, error) { return nil, ctx.Err() }
+func (f *fakeSource) Transactions(ctx context.Context) ([]HeldPartition, error) {
+	return nil, ctx.Err()
+}
 
 func (f *fakeSource) Records(ctx context.Context, q RecordQuery) (RecordPage, error) {
 	pv, ok := f.partitions[tpKey(q.Topic, q.Partition)]

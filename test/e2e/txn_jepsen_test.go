@@ -55,7 +55,7 @@ func TestTxnJepsen(t *testing.T) {
 
 type jepsenConfig struct {
 	producers, txns, records, partitions, kills int
-	tv                                        string
+	tv                                          string
 }
 
 type outcome int
