@@ -428,3 +428,41 @@ func TestTransactionsAndLogStart(t *testing.T) {
 		}
 	}
 }
+
+// A follower appending its leader's batches (OriginReplication) as they
+// are rebuilds the same transactional state: markers complete
+// transactions, aborts enter its index with the leader's entries, and its
+// last stable offset follows.
+func TestFollowerReplicatesTransactions(t *testing.T) {
+	leader := openTest(t, vfs.NewMem(), clock.NewFake(t0), smallConfig(), false)
+	defer leader.Close()
+	mustAppend(t, leader, txnData(t, 1, 0, 0, 2), 0)
+	mustAppend(t, leader, txnData(t, 2, 0, 0, 1), 0)
+	mustMarker(t, leader, 1, 0, false, 3)
+	mustAppend(t, leader, testBatch(t, 2, t0.UnixMilli(), "x"), 0)
+	mustMarker(t, leader, 2, 0, true, 3)
+	mustAppend(t, leader, txnData(t, 1, 0, 2, 1), 0) // left open
+	data := readAllBatches(t, leader, 0)
+
+	follower, err := Open(Options{FS: vfs.NewMem(), Clock: clock.NewFake(t0), Dir: "/data/t-0", Config: smallConfig(),
+		Logger: discardLogger(), RecoveryPoint: 0, LogStartOffset: -1, HighWatermark: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	for _, b := range data {
+		if _, err := follower.Append(bytes.Clone(b), OriginReplication, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader.SetHighWatermark(leader.LogEndOffset())
+	follower.SetHighWatermark(follower.LogEndOffset())
+	want, _ := leader.AbortedTransactions(0, leader.LogEndOffset())
+	got, _ := follower.AbortedTransactions(0, follower.LogEndOffset())
+	if len(want) != 1 || !cmp.Equal(got, want) {
+		t.Fatalf("follower's aborted transactions %+v, leader's %+v", got, want)
+	}
+	if follower.LastStableOffset() != leader.LastStableOffset() || follower.LastStableOffset() != 7 {
+		t.Fatalf("LSO: follower %d, leader %d, want 7", follower.LastStableOffset(), leader.LastStableOffset())
+	}
+}

@@ -96,6 +96,12 @@
 // sync and one fsync covers them all. acks=0 produces schedule
 // the sync in the background.
 //
+// Transactions: AppendMarker writes a transaction marker (the leader's side
+// of WriteTxnMarkers; the log checks its epochs) with the same
+// acknowledgement as an append; StartTransactionVerification hands out the
+// log's KIP-890 verification guard and AppendVerifiedNoWait appends a
+// client's transactional batch with it.
+//
 // Failed and full disks: a partition whose log dir is offline (a write or
 // fsync in it failed; see packages logmgr and log) is Offline: the api layer
 // answers it KAFKA_STORAGE_ERROR, and its log refuses appends and answers

@@ -30,7 +30,8 @@ type Broker struct {
 }
 
 // Props returns the base configuration for a test broker in dir: ephemeral
-// ports, fast checkpoints.
+// ports, fast checkpoints, a __transaction_state of 5 partitions (50 take
+// a second to create and load on a shared machine).
 func Props(dir string) map[string]string {
 	return map[string]string{
 		"node.id":                                  "1",
@@ -43,6 +44,7 @@ func Props(dir string) map[string]string {
 		"offsets.topic.replication.factor":         "1",
 		"transaction.state.log.replication.factor": "1",
 		"transaction.state.log.min.isr":            "1",
+		"transaction.state.log.num.partitions":     "5",
 	}
 }
 
