@@ -16,8 +16,8 @@ import (
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
-	"github.com/gregor-broker/gregor/internal/txn"
 	"github.com/gregor-broker/gregor/internal/topicpart"
+	"github.com/gregor-broker/gregor/internal/txn"
 )
 
 // startup is the rest of Start, in the background (design §2.10, §5.8.7):
