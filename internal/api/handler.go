@@ -12,6 +12,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
 	"github.com/gregor-broker/gregor/internal/group"
+	"github.com/gregor-broker/gregor/internal/kclient"
 	"github.com/gregor-broker/gregor/internal/logmgr"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -56,10 +57,15 @@ type Deps struct {
 	// must load); may be nil.
 	CheckBrokerConfig func(*config.Broker) error
 	// Txn is the transaction coordinator; nil answers
-	// COORDINATOR_NOT_AVAILABLE.
-	Txn               *txn.Coordinator
-	Clock             clock.Clock
-	Logger            *slog.Logger
+	// COORDINATOR_NOT_AVAILABLE. Produce verifies with it when it leads
+	// the transactional id's __transaction_state partition, else with the
+	// broker that does, through Peers.
+	Txn *txn.Coordinator
+	// Peers reaches other brokers' client listeners (transaction
+	// verification and markers); nil: this broker alone.
+	Peers  *kclient.Pool
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 type handlerFunc func(ctx context.Context, h *Handler, req *server.Request) (kmsg.Response, error)

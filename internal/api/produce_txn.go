@@ -123,6 +123,9 @@ func (h *Handler) coordinatorVerify(ctx context.Context, id string, k producerKe
 	if err != nil {
 		return all(err)
 	}
+	if c := h.coordinatorBroker(t, id); c >= 0 && c != h.d.NodeID && h.d.Peers != nil {
+		return h.remoteVerify(ctx, c, id, k, tps, add)
+	}
 	ar := txn.AddRequest{TransactionalID: id, ProducerID: k.pid, ProducerEpoch: k.epoch, Partitions: tps, VerifyOnly: !add, TV: txn.TV2}
 	if add {
 		return all(t.AddPartitions(ctx, ar))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -45,20 +46,23 @@ func (h *Handler) finalizedTV() int16 { return txn.FinalizedVersion(h.d.Config()
 // marker is appended to its partition with acks=-1 and answered once
 // acknowledged; on a __consumer_offsets partition the group coordinator
 // writes it (and applies it to the pending transactional offsets). The
-// transaction coordinator uses it for the partitions this broker leads, the
-// WriteTxnMarkers handler for requests from other brokers' coordinators, so
-// both see the same errors.
+// WriteTxnMarkers handler writes only here (a partition led elsewhere is
+// NOT_LEADER_OR_FOLLOWER); the transaction coordinator's writer (route)
+// sends the partitions the metadata says another broker leads to that
+// broker as WriteTxnMarkers (txn_route.go), so both see the same errors.
 type MarkerWriter struct {
-	d Deps
+	d     Deps
+	route bool
 }
 
-// NewMarkerWriter writes markers with d's metadata, replicas and group
-// coordinator.
+// NewMarkerWriter is the transaction coordinator's writer: with d's
+// metadata, replicas and group coordinator here, and d.Peers to the
+// other brokers.
 func NewMarkerWriter(d Deps) *MarkerWriter {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	return &MarkerWriter{d: d}
+	return &MarkerWriter{d: d, route: d.Peers != nil}
 }
 
 // WriteTxnMarkers implements txn.MarkerWriter.
@@ -70,10 +74,14 @@ func (w *MarkerWriter) WriteTxnMarkers(ctx context.Context, m txn.Marker) map[to
 	var pendTPs []topicpart.TopicPartition
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	im := w.d.Metadata.Image()
+	remote := map[int32][]topicpart.TopicPartition{}
 	for _, tp := range m.Partitions {
-		switch t := w.d.Metadata.Image().Topic(tp.Topic); {
+		switch t := im.Topic(tp.Topic); {
 		case t == nil || tp.Partition < 0 || tp.Partition >= int32(len(t.Partitions)):
 			res[tp] = txn.ErrPartitionGone
+		case w.route && leaderOf(im, tp) >= 0 && leaderOf(im, tp) != w.d.NodeID:
+			remote[leaderOf(im, tp)] = append(remote[leaderOf(im, tp)], tp)
 		case tp.Topic == group.OffsetsTopic:
 			wg.Add(1)
 			go func(tp topicpart.TopicPartition) {
@@ -91,6 +99,16 @@ func (w *MarkerWriter) WriteTxnMarkers(ctx context.Context, m txn.Marker) map[to
 			}
 			pends, pendTPs = append(pends, &pend), append(pendTPs, tp)
 		}
+	}
+	for leader, tps := range remote {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := w.remoteMarkers(ctx, leader, m, tps)
+			mu.Lock()
+			maps.Copy(res, out)
+			mu.Unlock()
+		}()
 	}
 	errs := w.d.Replicas.Await(pends)
 	wg.Wait()

@@ -120,9 +120,13 @@ func (h *Handler) verifyOffsetsPartition(ctx context.Context, req *kmsg.TxnOffse
 	tp := topicpart.TopicPartition{Topic: group.OffsetsTopic, Partition: partition}
 	ar := txn.AddRequest{TransactionalID: req.TransactionalID, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
 		Partitions: []topicpart.TopicPartition{tp}, VerifyOnly: !add, TV: txn.TV2}
-	if add {
+	switch c := h.coordinatorBroker(t, req.TransactionalID); {
+	case c >= 0 && c != h.d.NodeID && h.d.Peers != nil:
+		err = h.remoteVerify(ctx, c, req.TransactionalID, producerKey{req.ProducerID, req.ProducerEpoch},
+			ar.Partitions, add)[tp]
+	case add:
 		err = t.AddPartitions(ctx, ar)
-	} else {
+	default:
 		var per map[topicpart.TopicPartition]error
 		if per, err = t.Verify(ctx, ar); err == nil {
 			err = per[tp]

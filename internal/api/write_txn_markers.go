@@ -26,7 +26,7 @@ func init() { register(kmsg.WriteTxnMarkers.Int16(), 1, 2, handleWriteTxnMarkers
 func handleWriteTxnMarkers(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	w := NewMarkerWriter(h.d)
+	w := &MarkerWriter{d: h.d} // this broker's partitions only
 	for _, m := range req.Markers {
 		tv := log.TV0
 		if req.Version >= 2 {

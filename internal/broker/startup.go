@@ -76,6 +76,7 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 		EnsureTopic:       b.ensureTopic,
 		Checkpoint:        b.logs.CheckpointLogStart,
 		Groups:            b.groups,
+		Peers:             b.pool,
 		Authorizer:        b.Authorizer,
 		Audit:             b.audit,
 		CheckBrokerConfig: b.checkBrokerConfig,
