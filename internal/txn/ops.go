@@ -316,8 +316,14 @@ func (s *Shard) endTxnTV2(req EndRequest, now time.Time, out *coord.Output) (Pro
 		}
 		return end()
 	case PrepareCommit, PrepareAbort:
-		if !retry {
-			return ProducerIDAndEpoch{}, fenced(t, req.ProducerEpoch)
+		if current {
+			// The end of the client's next transaction (the epoch this
+			// end bumped to) while this one's markers are still being
+			// written: retriable, as the next transaction's adds are.
+			// Deviation: Kafka's table answers this only for a retry;
+			// kgo ends an empty next transaction at once, and in a
+			// cluster the markers take long enough for it to get here.
+			return ProducerIDAndEpoch{}, concurrent(t)
 		}
 		if (t.State == PrepareCommit) == req.Commit {
 			return ProducerIDAndEpoch{}, concurrent(t)
