@@ -167,6 +167,9 @@ func TestTxnPerformance(t *testing.T) {
 		n, d = read(true)
 		nc, rc = n, append(rc, d.Seconds())
 	}
+	if nu != 200*500 || nc != 180*500 {
+		t.Errorf("read %d records read_uncommitted and %d read_committed, want %d and %d", nu, nc, 200*500, 180*500)
+	}
 	size := float64(part.Log.Size()) / (1 << 20)
 	t.Logf("catch-up read of %.0f MiB with 10%% aborted transactions: read_uncommitted %d records in %.3fs (%.0f MiB/s), "+
 		"read_committed %d records in %.3fs (%.0f MiB/s): %.2f× (medians of 3)",
