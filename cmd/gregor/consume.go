@@ -214,6 +214,7 @@ type consume struct {
 	format        string
 	nullText      bool
 	readCommitted bool
+	isolation     string
 	group         string
 	exitAtEnd     bool
 	count         int64
@@ -262,6 +263,7 @@ group member, or whose last records were compacted away) count as done after
 	fs.StringVarP(&o.format, "format", "f", `%s\n`, "output format (see above)")
 	fs.BoolVarP(&o.nullText, "null", "Z", false, "print null keys and values as NULL")
 	fs.BoolVar(&o.readCommitted, "read-committed", false, "read only committed transactional records, up to the LSO")
+	fs.StringVar(&o.isolation, "isolation", "", "read_committed (as --read-committed) or read_uncommitted (the default), as Kafka's isolation.level")
 	fs.StringVarP(&o.group, "group", "g", "", "consume as this consumer group, committing what is printed")
 	fs.BoolVarP(&o.exitAtEnd, "exit", "e", false, "exit at the end offsets listed at start")
 	fs.Int64VarP(&o.count, "count", "c", 0, "exit after this many records (0: no limit)")
@@ -271,6 +273,17 @@ group member, or whose last records were compacted away) count as done after
 
 func (o *consume) run(cmd *cobra.Command, args []string) error {
 	topic := args[0]
+	switch o.isolation {
+	case "":
+	case "read_committed":
+		o.readCommitted = true
+	case "read_uncommitted":
+		if o.readCommitted {
+			return errors.New("--isolation read_uncommitted and --read-committed contradict each other")
+		}
+	default:
+		return fmt.Errorf("--isolation %q: want read_committed or read_uncommitted", o.isolation)
+	}
 	spec, err := parseOffsetSpec(o.offset)
 	if err != nil {
 		return err

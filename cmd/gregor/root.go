@@ -11,7 +11,7 @@ func rootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), storageCmd(), benchCmd(), topicCmd(), offsetsCmd(), produceCmd(), consumeCmd(), groupCmd(), logCmd(), whyCmd(),
-		aclCmd(), userCmd(), clusterCmd(), devCmd())
+	root.AddCommand(serveCmd(), storageCmd(), benchCmd(), topicCmd(), offsetsCmd(), produceCmd(), consumeCmd(), groupCmd(), txnCmd(),
+		logCmd(), whyCmd(), aclCmd(), userCmd(), clusterCmd(), devCmd())
 	return root
 }
