@@ -122,7 +122,7 @@ checks_line="$checks_line in $(( $(date +%s) - t_part ))s"
 
 # The packages with goroutines and locks of their own run under -race (and
 # only so: a second, plain run of them would add time and find nothing new).
-RACE_PKGS="./internal/server ./internal/auth ./internal/replica ./internal/log ./internal/logmgr ./internal/coord ./internal/group ./internal/cleaner ./internal/api ./internal/quorum/... ./internal/cluster ./internal/kclient"
+RACE_PKGS="./internal/server ./internal/auth ./internal/replica ./internal/log ./internal/logmgr ./internal/coord ./internal/group ./internal/txn ./internal/cleaner ./internal/api ./internal/quorum/... ./internal/cluster ./internal/kclient"
 # shellcheck disable=SC2086
 race_paths="$(go list $RACE_PKGS)"
 plain_paths="$(go list ./... | grep -vxF "$race_paths")"

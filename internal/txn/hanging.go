@@ -125,9 +125,9 @@ func Diagnose(tp topicpart.TopicPartition, h Holder, cv CoordinatorView, nowMs, 
 	default:
 		d.Class = ClassOrphan
 		d.Explanation = fmt.Sprintf("%s is hanging: %s; no coordinator will ever write its marker", who, orphanWhy(tp, h, cv.Txn))
-		d.Action = fmt.Sprintf("kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic %s --partition %d "+
-			"--producer-id %d --producer-epoch %d --coordinator-epoch %d", tp.Topic, tp.Partition, h.ProducerID,
-			h.ProducerEpoch, max(h.CoordinatorEpoch, 0))
+		d.Action = fmt.Sprintf("gregor txn abort %s/%d --start-offset %d (or kafka-transactions.sh --bootstrap-server HOST:PORT "+
+			"abort --topic %s --partition %d --producer-id %d --producer-epoch %d --coordinator-epoch %d)", tp.Topic, tp.Partition,
+			h.FirstOffset, tp.Topic, tp.Partition, h.ProducerID, h.ProducerEpoch, max(h.CoordinatorEpoch, 0))
 	}
 	return d
 }

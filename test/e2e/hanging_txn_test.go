@@ -72,7 +72,7 @@ func TestWhyLSO(t *testing.T) {
 	out = cli.run("why", "lso", topic+"/1")
 	t.Logf("gregor why lso %s/1:\n%s", topic, out)
 	for _, want := range []string{"[ORPHAN] from offset 0", "is hanging", "no coordinator will ever write its marker",
-		"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic " + topic + " --partition 1 --producer-id 987654 --producer-epoch 3 --coordinator-epoch 0"} {
+		"gregor txn abort " + topic + "/1 --start-offset 0", "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic " + topic + " --partition 1 --producer-id 987654 --producer-epoch 3 --coordinator-epoch 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("why lso %s/1 lacks %q:\n%s", topic, want, out)
 		}
@@ -95,15 +95,10 @@ func TestWhyLSO(t *testing.T) {
 		t.Fatalf("/v1/transactions classes %v, want open on 0 and orphan on 1", classes)
 	}
 
-	// kafka-transactions.sh abort: WriteTxnMarkers(ABORT) to the leader.
-	wm := kmsg.NewPtrWriteTxnMarkersRequest()
-	m := kmsg.NewWriteTxnMarkersRequestMarker()
-	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = pid, 3, false, 0
-	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{1}}}
-	wm.Markers = append(wm.Markers, m)
-	wresp, err := wm.RequestWith(ctx, cl)
-	if err != nil || wresp.Markers[0].Topics[0].Partitions[0].ErrorCode != 0 {
-		t.Fatalf("WriteTxnMarkers: %v %+v", err, wresp)
+	// The command why lso gave ends it: gregor txn abort (DescribeProducers,
+	// then WriteTxnMarkers(ABORT) to the leader, as kafka-transactions.sh).
+	if got := cli.run("txn", "abort", topic+"/1", "--start-offset", "0"); !strings.Contains(got, "aborted the transaction of producer 987654") {
+		t.Fatalf("gregor txn abort: %q", got)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
