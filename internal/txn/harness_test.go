@@ -66,7 +66,7 @@ func (d *driver) apply(out *coord.Output, own coord.Waiter) (reply coord.Reply, 
 
 // do runs an op; an ErrNeedProducerID answer is retried with a fresh id,
 // as the shell does.
-func (d *driver) do(op func(newPID int64) coord.Op[*Shard]) (any, error, *coord.Output, bool) {
+func (d *driver) do(op func(newPID int64) coord.Op[*Shard]) (any, *coord.Output, bool, error) {
 	newPID := int64(-1)
 	var all coord.Output
 	for {
@@ -82,7 +82,7 @@ func (d *driver) do(op func(newPID int64) coord.Op[*Shard]) (any, error, *coord.
 			d.nextPID++
 			continue
 		}
-		return r.Value, r.Err, &all, ok
+		return r.Value, &all, ok, r.Err
 	}
 }
 

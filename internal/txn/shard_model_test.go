@@ -156,7 +156,7 @@ func (m *shardModel) step(t *rapid.T) {
 
 // run runs an op through the driver and checks the jobs it emitted.
 func (m *shardModel) run(t *rapid.T, op func(newPID int64) coord.Op[*Shard]) (any, error) {
-	v, err, out, _ := m.d.do(op)
+	v, out, _, err := m.d.do(op)
 	m.noteJobs(t, out.Effects)
 	m.late(t)
 	return v, err

@@ -98,7 +98,7 @@ func (d *driver) run(t *testing.T, td *datadriven.TestData, a *transcript.Cmd) s
 			fmt.Fprintf(&b, "nothing happens; now %s\n", d.at(d.now.UnixMilli()))
 		}
 	case "describe":
-		v, err, _, _ := d.do(func(int64) coord.Op[*Shard] {
+		v, _, _, err := d.do(func(int64) coord.Op[*Shard] {
 			return func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) {
 				s.Describe(a.String("id", ""), now, w, out)
 			}
@@ -127,7 +127,7 @@ func (d *driver) run(t *testing.T, td *datadriven.TestData, a *transcript.Cmd) s
 // report runs an op and prints what it wrote and asked for, then its
 // answer (or that it waits).
 func (d *driver) report(b *strings.Builder, what string, op func(newPID int64) coord.Op[*Shard]) {
-	v, err, out, answered := d.do(op)
+	v, out, answered, err := d.do(op)
 	d.show(b, out)
 	if !answered {
 		fmt.Fprintf(b, "%s waits\n", what)
@@ -163,7 +163,7 @@ func (d *driver) add(t *testing.T, td *datadriven.TestData, a *transcript.Cmd, b
 		})
 		return
 	}
-	v, err, _, _ := d.do(func(int64) coord.Op[*Shard] {
+	v, _, _, err := d.do(func(int64) coord.Op[*Shard] {
 		return func(s *Shard, now time.Time, w coord.Waiter, out *coord.Output) { s.Verify(req, now, w, out) }
 	})
 	if err != nil {
