@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/topicpart"
@@ -23,7 +24,16 @@ func init() { register(kmsg.AddOffsetsToTxn.Int16(), 0, 4, handleAddOffsetsToTxn
 func handleAddOffsetsToTxn(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-	resp.ErrorCode = errCode(h.d.Logger, fencedBefore(h.addOffsetsToTxn(ctx, req), req.Version, 2))
+	// Kafka: WRITE on the transactional id, then READ on the group.
+	z := h.authz(r)
+	switch {
+	case !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID):
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case !z.allowed(auth.OpRead, auth.ResourceGroup, req.Group):
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+	default:
+		resp.ErrorCode = errCode(h.d.Logger, fencedBefore(h.addOffsetsToTxn(ctx, req), req.Version, 2))
+	}
 	return resp, nil
 }
 

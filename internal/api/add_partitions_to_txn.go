@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/txn"
@@ -29,6 +30,26 @@ func init() { register(kmsg.AddPartitionsToTxn.Int16(), 0, 5, handleAddPartition
 func handleAddPartitionsToTxn(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	// Kafka: v4+ (from brokers) CLUSTER_ACTION on the cluster; v0-3 WRITE
+	// on the transactional id, else every partition is refused.
+	z := h.authz(r)
+	if req.Version >= 4 && !z.cluster(auth.OpClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
+	if req.Version < 4 && !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID) {
+		for _, t := range req.Topics {
+			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.TransactionalIDAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
 	if req.Version < 4 {
 		tx := kmsg.AddPartitionsToTxnRequestTransaction{TransactionalID: req.TransactionalID,
 			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch}

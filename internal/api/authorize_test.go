@@ -576,5 +576,64 @@ func authzRows(t *testing.T, tid [16]byte) []authzRow {
 				return r
 			},
 			code: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode }},
+		// The transaction APIs: WRITE on the transactional id (and READ on
+		// the group), CLUSTER_ACTION for what brokers send each other.
+		{api: "EndTxn", acl: allow(kadm.NewACLs().TransactionalIDs("tx"), kadm.OpWrite), denied: kerr.TransactionalIDAuthorizationFailed,
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrEndTxnRequest()
+				r.TransactionalID, r.ProducerID, r.ProducerEpoch = "tx", 1, 0
+				return r
+			},
+			code: func(r kmsg.Response) int16 { return r.(*kmsg.EndTxnResponse).ErrorCode }},
+		{api: "AddOffsetsToTxn", acl: allow(kadm.NewACLs().TransactionalIDs("tx").Groups("g"), kadm.OpWrite, kadm.OpRead),
+			denied: kerr.TransactionalIDAuthorizationFailed,
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrAddOffsetsToTxnRequest()
+				r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Group = "tx", 1, 0, "g"
+				return r
+			},
+			code: func(r kmsg.Response) int16 { return r.(*kmsg.AddOffsetsToTxnResponse).ErrorCode }},
+		{api: "TxnOffsetCommit", acl: allow(kadm.NewACLs().TransactionalIDs("tx").Groups("g"), kadm.OpWrite, kadm.OpRead),
+			denied: kerr.TransactionalIDAuthorizationFailed,
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrTxnOffsetCommitRequest()
+				r.TransactionalID, r.Group, r.ProducerID, r.ProducerEpoch, r.Generation = "tx", "g", 1, 0, -1
+				rt := kmsg.NewTxnOffsetCommitRequestTopic()
+				rt.Topic = "t"
+				rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+				rp.Offset, rp.LeaderEpoch = 1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				r.Topics = append(r.Topics, rt)
+				return r
+			},
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+			}},
+		{api: "AddPartitionsToTxn (broker batch)", acl: allow(cluster(), kadm.OpClusterAction), denied: kerr.ClusterAuthorizationFailed,
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrAddPartitionsToTxnRequest()
+				tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+				tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = "tx", 1, 0, true
+				tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+				tt.Topic, tt.Partitions = "t", []int32{0}
+				tx.Topics = append(tx.Topics, tt)
+				r.Transactions = append(r.Transactions, tx)
+				return r
+			},
+			code: func(r kmsg.Response) int16 { return r.(*kmsg.AddPartitionsToTxnResponse).ErrorCode }},
+		{api: "WriteTxnMarkers", acl: allow(cluster(), kadm.OpClusterAction), denied: kerr.ClusterAuthorizationFailed,
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrWriteTxnMarkersRequest()
+				m := kmsg.NewWriteTxnMarkersRequestMarker()
+				m.ProducerID, m.ProducerEpoch = 1, 0
+				mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+				mt.Topic, mt.Partitions = "t", []int32{0}
+				m.Topics = append(m.Topics, mt)
+				r.Markers = append(r.Markers, m)
+				return r
+			},
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+			}},
 	}
 }

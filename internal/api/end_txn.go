@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/txn"
 )
@@ -23,7 +24,13 @@ func handleEndTxn(ctx context.Context, h *Handler, r *server.Request) (kmsg.Resp
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	res, err := h.endTxn(ctx, req)
+	var res txn.ProducerIDAndEpoch
+	var err error
+	if h.authz(r).allowed(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID) {
+		res, err = h.endTxn(ctx, req)
+	} else {
+		err = kerr.TransactionalIDAuthorizationFailed // Kafka: WRITE on the transactional id
+	}
 	if err != nil {
 		resp.ErrorCode = errCode(h.d.Logger, fencedBefore(err, req.Version, 2))
 		h.d.Logger.Debug("EndTxn refused", "transactional_id", req.TransactionalID, "commit", req.Commit,

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/topicpart"
@@ -62,8 +63,20 @@ func handleTxnOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (
 			cr.Topics = append(cr.Topics, ct)
 		}
 	}
+	// Kafka: WRITE on the transactional id, then READ on the group; a
+	// denial answers every partition.
+	var authErr error
+	switch z := h.authz(r); {
+	case !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID):
+		authErr = kerr.TransactionalIDAuthorizationFailed
+	case !z.allowed(auth.OpRead, auth.ResourceGroup, req.Group):
+		authErr = kerr.GroupAuthorizationFailed
+	}
 	var res *group.CommitResult
-	err := h.txnCommit(ctx, req, cr, &res)
+	err := authErr
+	if authErr == nil {
+		err = h.txnCommit(ctx, req, cr, &res)
+	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -71,6 +84,8 @@ func handleTxnOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch s := slots[i][j]; {
+			case authErr != nil:
+				rp.ErrorCode = errCode(h.d.Logger, authErr)
 			case s.err != nil:
 				rp.ErrorCode = errCode(h.d.Logger, s.err)
 			case err != nil:

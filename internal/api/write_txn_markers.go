@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/topicpart"
@@ -27,6 +28,9 @@ func handleWriteTxnMarkers(ctx context.Context, h *Handler, r *server.Request) (
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	w := &MarkerWriter{d: h.d} // this broker's partitions only
+	// Kafka: CLUSTER_ACTION on the cluster, else every partition is
+	// CLUSTER_AUTHORIZATION_FAILED.
+	denied := !h.authz(r).cluster(auth.OpClusterAction)
 	for _, m := range req.Markers {
 		tv := log.TV0
 		if req.Version >= 2 {
@@ -39,7 +43,14 @@ func handleWriteTxnMarkers(ctx context.Context, h *Handler, r *server.Request) (
 				mk.Partitions = append(mk.Partitions, topicpart.TopicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
-		res := w.WriteTxnMarkers(ctx, mk)
+		res := map[topicpart.TopicPartition]error{}
+		if denied {
+			for _, tp := range mk.Partitions {
+				res[tp] = kerr.ClusterAuthorizationFailed
+			}
+		} else {
+			res = w.WriteTxnMarkers(ctx, mk)
+		}
 		rm := kmsg.NewWriteTxnMarkersResponseMarker()
 		rm.ProducerID = m.ProducerID
 		for _, t := range m.Topics {
