@@ -23,8 +23,11 @@ import (
 // partition leaders and batch transactions: VerifyOnly ones are KIP-890
 // verification (per partition: NONE, or TRANSACTION_ABORTABLE when not in
 // the ongoing transaction), the others a transactions v2 implicit add (a
-// Produce v12+). Kafka requires CLUSTER_ACTION for v4+; Gregor has no ACLs
-// and serves them.
+// Produce v12+). With an authorizer, v4+ needs CLUSTER_ACTION on the
+// cluster (CLUSTER_AUTHORIZATION_FAILED) and v0-3 WRITE on the
+// transactional id (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+// as KafkaApis checks; per-topic WRITE is not checked here (Produce checks
+// it).
 func init() { register(kmsg.AddPartitionsToTxn.Int16(), 0, 5, handleAddPartitionsToTxn) }
 
 func handleAddPartitionsToTxn(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {

@@ -20,8 +20,10 @@ import (
 // answered once acknowledged (MarkerWriter); a partition the metadata does
 // not hold is UNKNOWN_TOPIC_OR_PARTITION. v2 (KIP-1228) says the marker's
 // transaction version, which decides the epoch rule; v1 markers get the
-// original rule. Kafka requires ALTER or CLUSTER_ACTION on the cluster;
-// Gregor has no ACLs.
+// original rule. With an authorizer, CLUSTER_ACTION on the cluster is
+// needed (else every partition is CLUSTER_AUTHORIZATION_FAILED), as
+// KafkaApis checks; in a cluster with an authorizer the other brokers'
+// connections (package kclient, without SASL) need it too.
 func init() { register(kmsg.WriteTxnMarkers.Int16(), 1, 2, handleWriteTxnMarkers) }
 
 func handleWriteTxnMarkers(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
