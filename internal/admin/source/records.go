@@ -24,9 +24,9 @@ const (
 
 // Records reads a page of records from a hosted partition, up to its high
 // watermark or, read_committed, its last stable offset. Control batches
-// (transaction markers) are scanned but not shown. Gregor keeps no
-// aborted-transaction index yet, so read_committed stops at the LSO but
-// cannot hide records of aborted transactions below it.
+// (transaction markers) are scanned but not shown; read_committed also
+// skips the batches of aborted transactions, from the log's
+// aborted-transaction index, as a read_committed consumer does.
 func (s *Source) Records(ctx context.Context, q admin.RecordQuery) (admin.RecordPage, error) {
 	h, err := s.hosted(q.Topic, q.Partition)
 	if err != nil {
@@ -60,6 +60,11 @@ func (s *Source) Records(ctx context.Context, q admin.RecordQuery) (admin.Record
 	start = max(start, snap.LogStartOffset)
 	page.StartOffset, page.NextOffset = start, start
 	sc := pageScan{page: &page, maxRecords: maxRecords, maxBytes: maxBytes, maxOut: int(snap.Config.MaxMessageBytes)*64 + 1<<20}
+	if q.ReadCommitted {
+		if sc.aborted, err = l.AbortedTransactions(start, page.Bound); err != nil {
+			return page, fmt.Errorf("reading the aborted transactions of %s: %w", h.tp(), err)
+		}
+	}
 	if err := sc.run(ctx, l); err != nil {
 		return page, fmt.Errorf("reading %s from offset %d: %w", h.tp(), page.NextOffset, err)
 	}
@@ -78,6 +83,23 @@ type pageScan struct {
 	held int
 	// full is the reason the page is full ("max_records", "max_bytes"), or "".
 	full string
+	// aborted are the aborted transactions the page's range overlaps
+	// (read_committed only): their batches are skipped.
+	aborted []log.AbortedTxn
+}
+
+// isAborted reports whether a transactional batch belongs to an aborted
+// transaction (between its first offset and its ABORT marker).
+func (sc *pageScan) isAborted(h *record.Header) bool {
+	if !h.Transactional() {
+		return false
+	}
+	for _, a := range sc.aborted {
+		if a.ProducerID == h.ProducerID && a.FirstOffset <= h.BaseOffset && h.BaseOffset < a.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 func (sc *pageScan) run(ctx context.Context, l *log.Log) error {
@@ -137,7 +159,7 @@ func (sc *pageScan) batch(batch []byte) error {
 		return err
 	}
 	page.ScannedBytes += int64(len(batch))
-	if h.Control() {
+	if h.Control() || sc.isAborted(&h) {
 		page.NextOffset = max(page.NextOffset, h.NextOffset())
 		return nil
 	}
