@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -110,7 +111,13 @@ func (w *MarkerWriter) WriteTxnMarkers(ctx context.Context, m txn.Marker) map[to
 			mu.Unlock()
 		}()
 	}
-	errs := w.d.Replicas.Await(pends)
+	// Kafka appends markers with acks=-1 and request.timeout.ms as the
+	// timeout (KafkaApis.handleWriteTxnMarkersRequest): a marker is answered
+	// once the high watermark passes it, or REQUEST_TIMED_OUT, which the
+	// coordinator retries.
+	actx, cancel := context.WithTimeout(ctx, time.Duration(w.d.Config().Int("request.timeout.ms"))*time.Millisecond)
+	errs := w.d.Replicas.AwaitContext(actx, pends)
+	cancel()
 	wg.Wait()
 	for i, tp := range pendTPs {
 		res[tp] = asKafkaError(w.d, errs[i])

@@ -351,6 +351,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.hw.Store(offset)
 	l.durable.Store(offset)
 	l.producers = newProducerState()
+	l.updateLSOLocked() // no transaction is left open: the LSO is offset
 	l.logger.Info("truncated log fully", "dir", l.dir, "log_start_offset", offset)
 	return nil
 }

@@ -466,3 +466,64 @@ func TestFollowerReplicatesTransactions(t *testing.T) {
 		t.Fatalf("LSO: follower %d, leader %d, want 7", follower.LastStableOffset(), leader.LastStableOffset())
 	}
 }
+
+// A follower's truncations cut its transactional state back with the log
+// (Kafka's UnifiedLog.truncateTo reloads the producer state and truncates
+// the transaction index): cut before an ABORT marker, the aborted
+// transaction is open again and holds the LSO, its index entry is gone;
+// fetched again, the state is the leader's again. Emptied and restarted past
+// its end (truncateFullyAndStartAt), nothing is open and logStart = LSO = HW
+// = LEO: the LSO does not stay behind at an offset the log no longer has.
+func TestFollowerTruncationCutsTransactions(t *testing.T) {
+	leader := openTest(t, vfs.NewMem(), clock.NewFake(t0), smallConfig(), false)
+	defer leader.Close()
+	mustAppend(t, leader, txnData(t, 1, 0, 0, 2), 0)               // 0-1
+	mustMarker(t, leader, 1, 0, false, 3)                          // 2
+	mustAppend(t, leader, txnData(t, 2, 0, 0, 1), 0)               // 3, left open
+	mustAppend(t, leader, testBatch(t, 2, t0.UnixMilli(), "x"), 0) // 4-5
+	data := readAllBatches(t, leader, 0)
+	follower, err := Open(Options{FS: vfs.NewMem(), Clock: clock.NewFake(t0), Dir: "/data/t-0", Config: smallConfig(),
+		Logger: discardLogger(), RecoveryPoint: 0, LogStartOffset: -1, HighWatermark: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer follower.Close()
+	fetch := func(from int) {
+		t.Helper()
+		for _, b := range data[from:] {
+			if _, err := follower.Append(bytes.Clone(b), OriginReplication, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		follower.SetHighWatermark(follower.LogEndOffset())
+	}
+	fetch(0)
+	checkOffsets(t, follower, 3, 6)
+	if got, _ := follower.AbortedTransactions(0, 6); len(got) != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 {
+		t.Fatalf("aborted transactions %+v, want pid 1's 0-2", got)
+	}
+
+	if err := follower.TruncateTo(2); err != nil { // the ABORT marker goes
+		t.Fatal(err)
+	}
+	checkOffsets(t, follower, 0, 2)
+	if got, _ := follower.AbortedTransactions(0, 2); len(got) != 0 {
+		t.Fatalf("aborted transactions after cutting the marker: %+v", got)
+	}
+	if open := follower.OpenTransactions(); len(open) != 1 || open[0].ProducerID != 1 {
+		t.Fatalf("open transactions after cutting the marker: %+v, want pid 1's", open)
+	}
+	fetch(1) // data[1] is the marker
+	checkOffsets(t, follower, 3, 6)
+	if got, _ := follower.AbortedTransactions(0, 6); len(got) != 1 {
+		t.Fatalf("aborted transactions fetched again: %+v", got)
+	}
+
+	if err := follower.TruncateFullyAndStartAt(100); err != nil {
+		t.Fatal(err)
+	}
+	checkOffsets(t, follower, 100, 100)
+	if open := follower.OpenTransactions(); len(open) != 0 {
+		t.Fatalf("open transactions after restarting the log at 100: %+v", open)
+	}
+}

@@ -97,8 +97,13 @@
 // the sync in the background.
 //
 // Transactions: AppendMarker writes a transaction marker (the leader's side
-// of WriteTxnMarkers; the log checks its epochs) with the same
-// acknowledgement as an append; StartTransactionVerification hands out the
+// of WriteTxnMarkers; the log checks its epochs; a follower is
+// NOT_LEADER_OR_FOLLOWER) with the same acknowledgement as an append: with
+// acks=-1, as Kafka writes markers, it waits for the high watermark to pass
+// it and is refused under min.insync.replicas. A follower copies markers
+// with its leader's other batches (the log keeps its producer state,
+// aborted-transaction index and LSO as the leader's), and a truncation cuts
+// them back with the log. StartTransactionVerification hands out the
 // log's KIP-890 verification guard and AppendVerifiedNoWait appends a
 // client's transactional batch with it.
 //
