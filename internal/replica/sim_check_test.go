@@ -79,7 +79,7 @@ func (s *sim) check() {
 	}
 }
 
-// checkOffsets is I6 and I9: log start ≤ HW ≤ LEO, the epoch cache strictly
+// checkOffsets is I6 and I9: log start ≤ LSO ≤ HW ≤ LEO, the epoch cache strictly
 // increasing in epoch and start offset, never above the image's epoch.
 func (s *sim) checkOffsets(part int32) {
 	pi := s.im.Partition(simTopic, part)
@@ -92,8 +92,9 @@ func (s *sim) checkOffsets(part int32) {
 			continue
 		}
 		l := p.Log
-		if ls, hw, leo := l.LogStartOffset(), l.HighWatermark(), l.LogEndOffset(); ls > hw || hw > leo {
-			s.fatalf("I6: broker %d %s: log start %d, HW %d, LEO %d", b.id, p.TP, ls, hw, leo)
+		lso := l.LastStableOffset() // first: the HW only grows past it
+		if ls, hw, leo := l.LogStartOffset(), l.HighWatermark(), l.LogEndOffset(); ls > lso || lso > hw || hw > leo {
+			s.fatalf("I6: broker %d %s: log start %d, LSO %d, HW %d, LEO %d", b.id, p.TP, ls, lso, hw, leo)
 		}
 		es := l.Epochs()
 		for i := 1; i < len(es); i++ {
@@ -262,6 +263,7 @@ func (s *sim) final() {
 					}
 				}
 			}
+			s.checkTxnState(r, s.alive(part)[0])
 			if s.unclean[part] {
 				continue
 			}
@@ -301,4 +303,41 @@ func (s *sim) describe() string {
 		}
 	}
 	return b.String()
+}
+
+// checkTxnState is I10, at the end of a run when the replicas hold the same
+// bytes under the same HW: r's transactional state is ref's (each derived
+// it from the same log, through appends as leader or follower, truncations
+// and reloads): the same LSO, aborted-transaction index and open
+// transactions.
+func (s *sim) checkTxnState(r, ref *Partition) {
+	if r == ref {
+		return
+	}
+	if r.Log.HighWatermark() != ref.Log.HighWatermark() {
+		return // not settled: a follower's HW (and with it its LSO) lags
+	}
+	if a, b := r.Log.LastStableOffset(), ref.Log.LastStableOffset(); a != b {
+		s.fatalf("I10: %s replicas' last stable offsets %d and %d", r.TP, a, b)
+	}
+	end := r.Log.LogEndOffset()
+	ar, err1 := r.Log.AbortedTransactions(r.Log.LogStartOffset(), end)
+	af, err2 := ref.Log.AbortedTransactions(ref.Log.LogStartOffset(), end)
+	if err1 != nil || err2 != nil {
+		s.fatalf("I10: %s aborted transactions: %v / %v", r.TP, err1, err2)
+	}
+	if !slices.Equal(ar, af) {
+		s.fatalf("I10: %s replicas' aborted transactions %+v and %+v", r.TP, ar, af)
+	}
+	open := func(p *Partition) []string {
+		var out []string
+		for _, o := range p.Log.OpenTransactions() {
+			out = append(out, fmt.Sprintf("%d@%d", o.ProducerID, o.FirstOffset))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if a, b := open(r), open(ref); !slices.Equal(a, b) {
+		s.fatalf("I10: %s replicas' open transactions %v and %v", r.TP, a, b)
+	}
 }

@@ -81,6 +81,12 @@ type sim struct {
 	writers  map[[2]int32]int32 // (partition, leader epoch) → the broker that appended in it
 	unclean  map[int32]bool     // partitions that had an unclean or last-known-leader election
 	leaderHW map[simHWKey]int64
+	// txnPIDs are the producers per partition whose transaction may be
+	// open (a marker for one whose transaction a truncation took away, or
+	// that was ended already, is a marker without a transaction, as Kafka
+	// allows); nextPID numbers new ones.
+	txnPIDs map[int32][]int64
+	nextPID int64
 
 	trace []string
 	// quiet: no more produces (the end of a run).
@@ -139,7 +145,7 @@ func newSim(t testing.TB, seed uint64, o simOptions) *sim {
 	s := &sim{t: t, seed: seed, o: o, rng: rand.New(rand.NewPCG(seed, 0x5eed)), clk: clock.NewFake(time.Unix(1_800_000_000, 0)),
 		bcfg: bcfg, lcfg: lcfg, replies: map[uint64]func(controller.Reply){}, cut: map[[2]int32]bool{},
 		acked: map[int32]map[int64]string{}, trueHW: map[int32]int64{}, writers: map[[2]int32]int32{},
-		unclean: map[int32]bool{}, leaderHW: map[simHWKey]int64{}}
+		unclean: map[int32]bool{}, leaderHW: map[simHWKey]int64{}, txnPIDs: map[int32][]int64{}}
 	im, _ := metadata.Apply(metadata.Empty(), 1, 1, &metadata.Entry{Proposer: -1, Term: 1, Records: controller.BootstrapRecords("sim")})
 	s.im = im
 	var topicSeq byte
@@ -498,17 +504,42 @@ func (s *sim) produce() {
 	if !b.up || b.paused {
 		return
 	}
+	tp := topicpart.TopicPartition{Topic: simTopic, Partition: part}
+	spec := &record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	var pid int64 = -1
+	if s.rng.IntN(3) == 0 { // a transaction: its one batch, or its marker
+		if pids := s.txnPIDs[part]; len(pids) >= 3 || (len(pids) > 0 && s.rng.IntN(2) == 0) {
+			s.marker(b, tp, pids[s.rng.IntN(len(pids))])
+			return
+		}
+		s.nextPID++
+		pid = 1000 + s.nextPID
+		spec = &record.BatchSpec{ProducerID: pid, ProducerEpoch: 0, BaseSequence: 0, Transactional: true}
+	}
 	s.produced++
 	value := fmt.Sprintf("v%d", s.produced)
-	batch, err := record.Build(&record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		Records: []record.BuildRecord{{Timestamp: s.now().UnixMilli(), Value: []byte(value)}}})
+	spec.Records = []record.BuildRecord{{Timestamp: s.now().UnixMilli(), Value: []byte(value)}}
+	batch, err := record.Build(spec)
 	if err != nil {
 		s.fatalf("build: %v", err)
 	}
-	tp := topicpart.TopicPartition{Topic: simTopic, Partition: part}
-	pend, err := b.m.AppendNoWait(tp, batch, -1, log.OriginClient)
+	var pend Pending
+	if pid >= 0 { // verified by the coordinator first (KIP-890), as the api layer does
+		guard, gerr := b.m.StartTransactionVerification(tp, pid, 0, 0, false)
+		if gerr != nil {
+			return
+		}
+		produced := record.ParseProduce(batch)
+		pend, err = b.m.AppendProducedVerified(tp, &produced, -1, guard)
+	} else {
+		pend, err = b.m.AppendNoWait(tp, batch, -1, log.OriginClient)
+	}
 	if err != nil {
+		s.logf("broker %d: append to %s refused: %v", b.id, tp, err)
 		return
+	}
+	if pid >= 0 {
+		s.txnPIDs[part] = append(s.txnPIDs[part], pid)
 	}
 	p, _ := b.m.Get(tp)
 	epoch := p.LeaderEpoch()
@@ -519,6 +550,26 @@ func (s *sim) produce() {
 	s.writers[key] = b.id
 	s.logf("broker %d appends %s at %s-%d offset %d (leader epoch %d)", b.id, value, simTopic, part, pend.Result.BaseOffset, epoch)
 	s.pending = append(s.pending, &simProduce{b: b, incarnation: b.incarnation, partition: part, value: value, pend: pend})
+}
+
+// marker has b write a COMMIT or ABORT marker for pid's transaction on tp
+// with acks=-1, as a transaction coordinator does (WriteTxnMarkers goes to
+// the leader only). Written, pid's transaction is over; refused (not the
+// leader), it stays to be ended later.
+func (s *sim) marker(b *simBroker, tp topicpart.TopicPartition, pid int64) {
+	commit := s.rng.IntN(2) == 0
+	pend, err := b.m.AppendMarkerNoWait(tp, log.MarkerSpec{ProducerID: pid, ProducerEpoch: 0, Commit: commit,
+		TransactionVersion: log.TV1}, -1)
+	if err != nil {
+		s.logf("broker %d: marker of producer %d on %s refused: %v", b.id, pid, tp, err)
+		return
+	}
+	if pend.required != pend.Result.LastOffset+1 {
+		s.fatalf("the marker of producer %d on %s does not wait for the high watermark past it (required %d, marker at %d)",
+			pid, tp, pend.required, pend.Result.LastOffset)
+	}
+	s.txnPIDs[tp.Partition] = slices.DeleteFunc(s.txnPIDs[tp.Partition], func(x int64) bool { return x == pid })
+	s.logf("broker %d writes the %v marker of producer %d at %s offset %d", b.id, commit, pid, tp, pend.Result.BaseOffset)
 }
 
 // acks collects the produces that are acknowledged now.
