@@ -28,12 +28,14 @@ import (
 // The deterministic simulation of replication (design §6.2): three brokers
 // (the real replica.Manager each, over its own MemFS), the real active
 // controller (controller.Core) over a perfect metadata log, producers and a
-// network of delayed messages, all driven by one seeded random schedule in
+// network of delayed messages (a third of the produces transactional
+// batches or their COMMIT/ABORT markers), all driven by one seeded random schedule in
 // virtual time. Faults: power loss (unsynced bytes dropped, sometimes torn),
 // pauses past the session timeout (zombie leaders), cut links between
 // brokers and to the controller. After every step the invariants of design
 // §4.3 are checked (sim_check_test.go); at the end the faults heal and the
-// cluster must converge with every acknowledged record on every replica.
+// cluster must converge with every acknowledged record on every replica
+// and the same transactional state (LSO, aborted index, open transactions).
 // A failure prints the seed and the last events; GREGOR_SIM_SEED=N replays
 // one seed.
 
