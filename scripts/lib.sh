@@ -17,17 +17,17 @@ as_root() {
 }
 
 APT_UPDATED=
-# ensure_pkg CMD PKG: install Debian package PKG when command CMD is missing.
-# Never fails: prints what to do when it cannot install.
-ensure_pkg() {
-  local cmd="$1" pkg="$2"
-  command -v "$cmd" >/dev/null 2>&1 && return 0
+# apt_install PKG: install Debian package PKG with apt-get (as root or with
+# password-less sudo). Never fails the script: prints what to do when it
+# cannot install, and returns 1.
+apt_install() {
+  local pkg="$1"
   if ! command -v apt-get >/dev/null 2>&1; then
-    log "$cmd not found and apt-get is not available: install $pkg by hand"
+    log "apt-get is not available: install $pkg by hand"
     return 1
   fi
   if ! as_root true 2>/dev/null; then
-    log "$cmd not found; installing $pkg needs root (or password-less sudo): run 'sudo apt-get install -y $pkg'"
+    log "installing $pkg needs root (or password-less sudo): run 'sudo apt-get install -y $pkg'"
     return 1
   fi
   log "installing $pkg (apt-get)"
@@ -39,6 +39,14 @@ ensure_pkg() {
     log "apt-get install $pkg failed"
     return 1
   fi
+}
+
+# ensure_pkg CMD PKG: install Debian package PKG when command CMD is missing.
+ensure_pkg() {
+  local cmd="$1" pkg="$2"
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  log "$cmd not found"
+  apt_install "$pkg" || return 1
   command -v "$cmd" >/dev/null 2>&1
 }
 

@@ -2,9 +2,14 @@
 # Gregor's whole test run: `make test` (CI runs it through .ci/run).
 #
 #   1. installs what the tests need when missing (kcat; chromium for the
-#      web console's browser tests; python3 for the conformance runner) with
-#      apt-get, as root or with password-less sudo; without either it says
-#      so and the kcat and browser tests skip themselves (outside CI);
+#      web console's browser tests; python3 for the conformance runner;
+#      python3-confluent-kafka for the confluent-kafka-python transactions
+#      test) with apt-get, as root or with password-less sudo; without
+#      either it says so and those tests skip themselves (outside CI);
+#      kafkajs (pinned, KAFKAJS_VERSION) with npm into
+#      ~/.cache/gregor-tools/kafkajs-VERSION (GREGOR_KAFKAJS_DIR); when npm
+#      cannot reach its registry it says so in GREGOR_KAFKAJS_UNAVAILABLE
+#      and the kafkajs test skips (under CI too);
 #      staticcheck (pinned, STATICCHECK_VERSION) with `go install`;
 #   2. builds everything and the gregor binary;
 #   3. static checks, each a pass or a fail: `go vet ./...`, `gofmt -l`
@@ -43,6 +48,47 @@ if ensure_pkg chromium chromium; then
   log "chromium: $(command -v chromium)"
 else
   log "chromium is not available: the web console browser tests will be skipped"
+fi
+# Debian's package is for Debian's python3 (a pyenv python3 on PATH lacks
+# it); TestPythonTransactions tries /usr/bin/python3 first.
+has_confluent_kafka() {
+  local py
+  for py in /usr/bin/python3 "$(command -v python3 2>/dev/null)"; do
+    [ -x "$py" ] && "$py" -c 'import confluent_kafka' 2>/dev/null && return 0
+  done
+  return 1
+}
+if has_confluent_kafka || { apt_install python3-confluent-kafka && has_confluent_kafka; }; then
+  log "confluent-kafka-python: $(/usr/bin/python3 -c 'import confluent_kafka as c; print(c.version()[0], "librdkafka", c.libversion()[0])' 2>/dev/null)"
+else
+  log "confluent-kafka-python is not available: TestPythonTransactions will be skipped"
+fi
+# kafkajs, pinned (the version TestKafkajsTransactions names).
+KAFKAJS_VERSION=2.2.4
+export GREGOR_KAFKAJS_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/gregor-tools/kafkajs-$KAFKAJS_VERSION"
+ensure_kafkajs() {
+  [ -f "$GREGOR_KAFKAJS_DIR/node_modules/kafkajs/package.json" ] && return 0
+  ensure_pkg node nodejs || return 1
+  ensure_pkg npm npm || return 1
+  log "installing kafkajs $KAFKAJS_VERSION (npm) into $GREGOR_KAFKAJS_DIR"
+  local tmp="$GREGOR_KAFKAJS_DIR.tmp.$$"
+  rm -rf "$tmp" && mkdir -p "$tmp" || return 1
+  if timeout 300 npm install --no-audit --no-fund --no-save --prefix "$tmp" "kafkajs@$KAFKAJS_VERSION" >/dev/null 2>&1 &&
+    [ -f "$tmp/node_modules/kafkajs/package.json" ]; then
+    rm -rf "$GREGOR_KAFKAJS_DIR" && mv "$tmp" "$GREGOR_KAFKAJS_DIR"
+    return 0
+  fi
+  rm -rf "$tmp"
+  if ! timeout 60 npm ping >/dev/null 2>&1; then
+    GREGOR_KAFKAJS_UNAVAILABLE="npm could not reach its registry $(npm config get registry 2>/dev/null)"
+    export GREGOR_KAFKAJS_UNAVAILABLE
+  fi
+  return 1
+}
+if ensure_kafkajs; then
+  log "kafkajs: $GREGOR_KAFKAJS_DIR"
+else
+  log "kafkajs $KAFKAJS_VERSION is not available${GREGOR_KAFKAJS_UNAVAILABLE:+ ($GREGOR_KAFKAJS_UNAVAILABLE)}: TestKafkajsTransactions will be skipped (under CI it fails unless npm could not reach its registry)"
 fi
 export GREGOR_TEST_ARTIFACTS="${GREGOR_TEST_ARTIFACTS:-${TMPDIR:-/tmp}/gregor-test-artifacts}"
 mkdir -p "$GREGOR_TEST_ARTIFACTS"
