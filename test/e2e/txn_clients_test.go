@@ -29,14 +29,16 @@ const kafkajsVersion = "2.2.4"
 // txnClientReport is what each script prints: the committed records of the
 // input topic it read, the group's committed offset of the input topic's
 // partition 0 after the aborted and after the committed consume-transform-
-// produce transaction (none: negative), and the output topic read
-// committed and uncommitted.
+// produce transaction (none: negative), the output topic read committed
+// and uncommitted, and the error a producer fenced by a newer one of its
+// transactional id got from its commit.
 type txnClientReport struct {
 	ReadCommitted      []string `json:"read_committed"`
 	OffsetsAfterAbort  []int64  `json:"offsets_after_abort"`
 	OffsetsAfterCommit []int64  `json:"offsets_after_commit"`
 	OutCommitted       []string `json:"out_committed"`
 	OutUncommitted     []string `json:"out_uncommitted"`
+	FencedError        string   `json:"fenced_error"`
 }
 
 // missingClient skips the test, or fails it under CI (where scripts/test.sh
@@ -56,8 +58,10 @@ func missingClient(t *testing.T, what, unavailable string) {
 // partition each), runs name with args BOOTSTRAP IN OUT GROUP and checks
 // its report and the broker's state: the input topic holds the aborted
 // records too, read_committed clients saw the committed ones only, the
-// group's offset was committed by the committed transaction only.
-func runTxnClient(t *testing.T, env []string, name string, args ...string) {
+// group's offset was committed by the committed transaction only, the
+// fenced producer's commit failed with wantFenced and its record is
+// aborted.
+func runTxnClient(t *testing.T, env []string, wantFenced, name string, args ...string) {
 	t.Helper()
 	p := startProc(t, t.TempDir(),
 		"--set", "group.initial.rebalance.delay.ms=0",
@@ -88,13 +92,24 @@ func runTxnClient(t *testing.T, env []string, name string, args ...string) {
 	if want := []string{"c1", "c2", "c3", "c4"}; !slices.Equal(r.ReadCommitted, want) {
 		t.Errorf("the read_committed consumer read %v, want the committed %v", r.ReadCommitted, want)
 	}
-	// The aborted records are in the log: a read_uncommitted reader sees them.
-	var all []string
-	for _, rec := range consumeN(ctx, t, p.addr, in, 6) {
-		all = append(all, string(rec.Value))
+	// The aborted records are in the log: a read_uncommitted reader sees
+	// them. f1 is the fenced producer's, aborted when the newer one
+	// initialised; f2 the newer one's, committed.
+	values := func(rs []*kgo.Record) []string {
+		var vs []string
+		for _, r := range rs {
+			vs = append(vs, string(r.Value))
+		}
+		return vs
 	}
-	if want := []string{"c1", "c2", "c3", "a1", "a2", "c4"}; !slices.Equal(all, want) {
-		t.Errorf("read_uncommitted the input topic holds %v, want %v", all, want)
+	if got, want := values(consumeN(ctx, t, p.addr, in, 8)), []string{"c1", "c2", "c3", "a1", "a2", "c4", "f1", "f2"}; !slices.Equal(got, want) {
+		t.Errorf("read_uncommitted the input topic holds %v, want %v", got, want)
+	}
+	if got, want := values(consumeN(ctx, t, p.addr, in, 5, kgo.FetchIsolationLevel(kgo.ReadCommitted()))), []string{"c1", "c2", "c3", "c4", "f2"}; !slices.Equal(got, want) {
+		t.Errorf("read_committed the input topic holds %v, want %v", got, want)
+	}
+	if r.FencedError != wantFenced {
+		t.Errorf("the fenced producer's commit got %q, want %q", r.FencedError, wantFenced)
 	}
 
 	if len(r.OffsetsAfterAbort) != 1 || r.OffsetsAfterAbort[0] >= 0 {
@@ -125,10 +140,7 @@ func runTxnClient(t *testing.T, env []string, name string, args ...string) {
 	if want := []string{"C1", "C2", "C3", "C4", "C1", "C2", "C3", "C4"}; !slices.Equal(r.OutUncommitted, want) {
 		t.Errorf("read_uncommitted the output topic holds %v, want the aborted then the committed copy %v", r.OutUncommitted, want)
 	}
-	var outCommitted []string
-	for _, rec := range consumeN(ctx, t, p.addr, out, 4, kgo.FetchIsolationLevel(kgo.ReadCommitted())) {
-		outCommitted = append(outCommitted, string(rec.Value))
-	}
+	outCommitted := values(consumeN(ctx, t, p.addr, out, 4, kgo.FetchIsolationLevel(kgo.ReadCommitted())))
 	if want := []string{"C1", "C2", "C3", "C4"}; !slices.Equal(outCommitted, want) {
 		t.Errorf("franz-go read_committed reads %v from the output topic, want %v", outCommitted, want)
 	}
@@ -138,7 +150,9 @@ func runTxnClient(t *testing.T, env []string, name string, args ...string) {
 // librdkafka 2.0.2): init_transactions, a committed, an aborted and a
 // committed transaction; a subscribed read_committed consumer; a
 // consume-transform-produce transaction with send_offsets_to_transaction
-// and the consumer's group metadata, aborted once and then committed.
+// and the consumer's group metadata, aborted once and then committed; a
+// producer fenced by a newer one of its transactional id (librdkafka
+// raises its fatal _FENCED).
 func TestPythonTransactions(t *testing.T) {
 	t.Parallel()
 	py := ""
@@ -151,13 +165,14 @@ func TestPythonTransactions(t *testing.T) {
 	if py == "" {
 		missingClient(t, "confluent-kafka-python (Debian's python3-confluent-kafka)", "")
 	}
-	runTxnClient(t, nil, py, filepath.Join("testdata", "txn_clients", "confluent_txn.py"))
+	runTxnClient(t, nil, "_FENCED", py, filepath.Join("testdata", "txn_clients", "confluent_txn.py"))
 }
 
 // kafkajs: producer.transaction() committed, aborted and committed; a
 // consumer with readUncommitted false; a consume-transform-produce
 // transaction with sendOffsets (AddOffsetsToTxn, TxnOffsetCommit v1),
-// aborted once and then committed.
+// aborted once and then committed; a producer fenced by a newer one of its
+// transactional id.
 func TestKafkajsTransactions(t *testing.T) {
 	t.Parallel()
 	dir := os.Getenv("GREGOR_KAFKAJS_DIR")
@@ -171,6 +186,8 @@ func TestKafkajsTransactions(t *testing.T) {
 	if _, statErr := os.Stat(filepath.Join(modules, "kafkajs", "package.json")); err != nil || statErr != nil {
 		missingClient(t, "kafkajs "+kafkajsVersion+" (in "+dir+") or node", os.Getenv("GREGOR_KAFKAJS_UNAVAILABLE"))
 	}
-	runTxnClient(t, []string{"NODE_PATH=" + modules, "KAFKAJS_NO_PARTITIONER_WARNING=1"}, node,
+	// kafkajs does not know PRODUCER_FENCED (90): EndTxn v1 answers
+	// INVALID_PRODUCER_EPOCH, as Kafka does below v2.
+	runTxnClient(t, []string{"NODE_PATH=" + modules, "KAFKAJS_NO_PARTITIONER_WARNING=1"}, "INVALID_PRODUCER_EPOCH", node,
 		filepath.Join("testdata", "txn_clients", "kafkajs_txn.js"))
 }

@@ -8,9 +8,12 @@ TestPythonTransactions: argv is BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP.
    send_offsets_to_transaction and the consumer's group metadata. That
    transaction is aborted once (the group's offsets must stay uncommitted),
    then redone and committed.
-3. Prints one JSON object: what was read, the group's committed offsets after
+3. Fencing: producer A of one transactional id has f1 in an open
+   transaction when producer B of the same id initialises (the coordinator
+   aborts A's transaction); A's commit fails fenced; B commits f2.
+4. Prints one JSON object: what was read, the group's committed offsets after
    the abort and after the commit, and OUT_TOPIC read_committed and
-   read_uncommitted.
+   read_uncommitted, and the error A's commit got.
 Any client error raises (non-zero exit; the Go test prints stderr).
 """
 import json
@@ -80,6 +83,21 @@ def committed(c):
     return [tp.offset for tp in c.committed([TopicPartition(IN, 0)], 10)]
 
 
+def fence():
+    a = producer("py-fence")
+    a.begin_transaction()
+    a.produce(IN, b"f1")
+    a.flush(10)
+    b = producer("py-fence")
+    try:
+        a.commit_transaction(10)
+        err = "commit succeeded"
+    except KafkaException as e:
+        err = e.args[0].name()
+    txn(b, ["f2"], True)
+    return err
+
+
 def main():
     p = producer("py-txn")
     txn(p, ["c1", "c2", "c3"], True)
@@ -108,6 +126,7 @@ def main():
     after_commit = committed(c)
     c.close()
 
+    fenced = fence()
     _, out_committed = read_all(OUT, "read_committed")
     _, out_uncommitted = read_all(OUT, "read_uncommitted", want=2 * len(out))
     json.dump({
@@ -117,6 +136,7 @@ def main():
         "offsets_after_commit": after_commit,
         "out_committed": out_committed,
         "out_uncommitted": out_uncommitted,
+        "fenced_error": fenced,
     }, sys.stdout)
 
 

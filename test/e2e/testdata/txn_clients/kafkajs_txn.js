@@ -8,8 +8,12 @@
 //    (autoCommit off). The transform (upper case) goes to OUT_TOPIC in a
 //    transaction with sendOffsets for GROUP: aborted once (the group's
 //    offsets must stay uncommitted), then redone and committed.
-// 3. Prints one JSON object: what was read, the group's offsets after the
-//    abort and after the commit, OUT_TOPIC read committed and uncommitted.
+// 3. Fencing: producer A of one transactional id has f1 in an open
+//    transaction when producer B of the same id begins one (InitProducerId:
+//    the coordinator aborts A's transaction); A's commit fails; B commits f2.
+// 4. Prints one JSON object: what was read, the group's offsets after the
+//    abort and after the commit, OUT_TOPIC read committed and uncommitted,
+//    and the error A's commit got.
 // Any client error exits non-zero (the Go test prints stderr).
 const { Kafka, logLevel } = require('kafkajs')
 
@@ -61,6 +65,28 @@ async function groupOffsets (admin) {
   return got[0].partitions.map(p => Number(p.offset))
 }
 
+async function fence () {
+  const a = transactional('kafkajs-fence')
+  await a.connect()
+  const t = await a.transaction()
+  await t.send({ topic: inTopic, messages: [{ value: 'f1' }] })
+  const b = transactional('kafkajs-fence')
+  await b.connect()
+  // kafkajs initialises the transactional id at its first transaction().
+  const tb = await b.transaction()
+  let err = 'commit succeeded'
+  try {
+    await t.commit()
+  } catch (e) {
+    err = e.type || e.name
+  }
+  await tb.send({ topic: inTopic, messages: [{ value: 'f2' }] })
+  await tb.commit()
+  await a.disconnect().catch(() => {})
+  await b.disconnect()
+  return err
+}
+
 async function main () {
   const p = transactional('kafkajs-txn')
   await p.connect()
@@ -83,6 +109,7 @@ async function main () {
   await etl.disconnect()
   await admin.disconnect()
 
+  const fenced = await fence()
   const outCommitted = await readAll(outTopic, group + '-out-committed', false, out.length)
   const outUncommitted = await readAll(outTopic, group + '-out-uncommitted', true, 2 * out.length)
   process.stdout.write(JSON.stringify({
@@ -91,7 +118,8 @@ async function main () {
     offsets_after_abort: afterAbort,
     offsets_after_commit: afterCommit,
     out_committed: outCommitted.values,
-    out_uncommitted: outUncommitted.values
+    out_uncommitted: outUncommitted.values,
+    fenced_error: fenced
   }))
 }
 
