@@ -71,7 +71,7 @@ func runTxnClient(t *testing.T, env []string, wantFenced, name string, args ...s
 	createTopic(t, p.addr, in, 1, nil)
 	createTopic(t, p.addr, out, 1, nil)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, append(args, p.addr, in, out, group)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -137,7 +137,7 @@ func runTxnClient(t *testing.T, env []string, wantFenced, name string, args ...s
 	if want := []string{"C1", "C2", "C3", "C4"}; !slices.Equal(r.OutCommitted, want) {
 		t.Errorf("read_committed the output topic holds %v, want %v", r.OutCommitted, want)
 	}
-	if want := []string{"C1", "C2", "C3", "C4", "C1", "C2", "C3", "C4"}; !slices.Equal(r.OutUncommitted, want) {
+	if want := []string{"C1-aborted", "C2-aborted", "C3-aborted", "C4-aborted", "C1", "C2", "C3", "C4"}; !slices.Equal(r.OutUncommitted, want) {
 		t.Errorf("read_uncommitted the output topic holds %v, want the aborted then the committed copy %v", r.OutUncommitted, want)
 	}
 	outCommitted := values(consumeN(ctx, t, p.addr, out, 4, kgo.FetchIsolationLevel(kgo.ReadCommitted())))

@@ -6,8 +6,8 @@ TestPythonTransactions: argv is BOOTSTRAP IN_TOPIC OUT_TOPIC GROUP.
 2. A read_committed consumer of GROUP (subscribed) reads IN_TOPIC to its
    end; the transform (upper case) goes to OUT_TOPIC in a transaction with
    send_offsets_to_transaction and the consumer's group metadata. That
-   transaction is aborted once (the group's offsets must stay uncommitted),
-   then redone and committed.
+   transaction is aborted once (its records marked "-aborted"; the group's
+   offsets must stay uncommitted), then redone and committed.
 3. Fencing: producer A of one transactional id has f1 in an open
    transaction when producer B of the same id initialises (the coordinator
    aborts A's transaction); A's commit fails fenced; B commits f2.
@@ -23,7 +23,7 @@ import time
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 BOOT, IN, OUT, GROUP = sys.argv[1:5]
-DEADLINE = time.monotonic() + 12
+DEADLINE = time.monotonic() + 18
 
 
 def check_delivery(err, msg):
@@ -112,7 +112,7 @@ def main():
 
     etl.begin_transaction()
     for v in out:
-        etl.produce(OUT, v.encode(), on_delivery=check_delivery)
+        etl.produce(OUT, (v + "-aborted").encode(), on_delivery=check_delivery)
     etl.send_offsets_to_transaction(positions, c.consumer_group_metadata(), 10)
     etl.flush(10)
     etl.abort_transaction(10)
