@@ -19,7 +19,7 @@
 const { Kafka, logLevel } = require('kafkajs')
 
 const [boot, inTopic, outTopic, group] = process.argv.slice(2)
-const kafka = new Kafka({ clientId: 'gregor-kafkajs', brokers: [boot], logLevel: logLevel.WARN, retry: { retries: 3 } })
+const kafka = new Kafka({ clientId: 'gregor-kafkajs', brokers: boot.split(','), logLevel: logLevel.WARN, retry: { retries: 3 } })
 const deadline = Date.now() + 18000
 
 function transactional (id) {
