@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for scripts/test.sh and scripts/conformance.sh (sourced).
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -63,6 +64,7 @@ http_status() {
   path="/${rest#*/}"
   host="${hostport%:*}"
   port="${hostport##*:}"
+  # shellcheck disable=SC2016 # the inner script expands its own arguments
   timeout 5 bash -c '
     exec 3<>"/dev/tcp/$0/$1" || exit 1
     printf "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n" "$2" "$0" >&3

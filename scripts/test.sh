@@ -32,8 +32,9 @@
 # Everything is bounded in time: go test by -timeout (plus a hard limit),
 # the conformance suite by its own limits (see scripts/conformance.sh).
 set -uo pipefail
+# shellcheck source=lib.sh source-path=SCRIPTDIR
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-cd "$ROOT"
+cd "$ROOT" || exit 1
 start=$(date +%s)
 
 command -v go >/dev/null 2>&1 || { echo "go is not installed (Go $(awk '/^go /{print $2}' go.mod) is needed)"; echo "0 passed, 1 failed"; exit 1; }
@@ -159,6 +160,7 @@ check "gofmt -l" gofmt -l cmd internal test scripts
 if [ -n "$STATICCHECK" ]; then
   check "staticcheck" timeout 10m "$STATICCHECK" ./...
 else
+  # shellcheck disable=SC2016 # $0 is the inner shell's argument
   check "staticcheck" sh -c 'echo "staticcheck $0 is not installed"; exit 1' "$STATICCHECK_VERSION"
 fi
 check "go mod tidy -diff" timeout 5m go mod tidy -diff
