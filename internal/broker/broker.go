@@ -69,7 +69,8 @@ type Broker struct {
 	node        *cluster.Node
 	ctrlSrv     *server.Server // the CONTROLLER listener's Kafka RPCs
 	ctrlLn      net.Listener
-	pool        *kclient.Pool
+	pool        *kclient.Pool // to other brokers: the inter-broker listener (interBrokerPool)
+	ctrlPool    *kclient.Pool // to the active controller: the CONTROLLER listener
 	ctrl        api.ControllerClient
 	life        *cluster.Lifecycle
 
@@ -287,6 +288,10 @@ func (b *Broker) listenClients(cfg *config.Broker) error {
 	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
 	b.audit.InitDenied(append(api.SupportedNames(), controllerConnection))
 	if err := b.buildSecurity(cfg); err != nil {
+		return err
+	}
+	var err error
+	if b.pool, err = b.interBrokerPool(cfg); err != nil {
 		return err
 	}
 	b.requestMemory = server.NewMemoryPool(cfg.Long("queued.max.request.bytes"))

@@ -54,9 +54,12 @@ func (b *Broker) openNode(cfg *config.Broker) error {
 	b.ctrlSrv = server.New(server.Config{Listener: l.ControllerListener, SocketRequestMaxBytes: cfg.Int("socket.request.max.bytes"),
 		Logger: b.logger}, handler)
 	b.node.Serve(nodeLn, b.ctrlSrv.ServeConn)
-	b.pool = kclient.NewPool(kclient.Config{ClientID: fmt.Sprintf("gregor-broker-%d", l.NodeID), Dial: dial(nil)})
+	// Controller RPCs go to the CONTROLLER listener with its security, as
+	// Kafka's brokers reach the controllers on controller.listener.names;
+	// broker-to-broker requests use the inter-broker pool (interBrokerPool).
+	b.ctrlPool = kclient.NewPool(kclient.Config{ClientID: fmt.Sprintf("gregor-broker-%d", l.NodeID), Dial: dial(nil)})
 	b.ctrl = api.ControllerClient{RPC: api.NewControllerRouter(api.RouterConfig{NodeID: l.NodeID, Leader: b.node.Leader,
-		Addr: b.node.ControllerAddr, Local: handler, OverTCP: b.o.ControllerOverTCP, Pool: b.pool, Clock: b.o.Clock,
+		Addr: b.node.ControllerAddr, Local: handler, OverTCP: b.o.ControllerOverTCP, Pool: b.ctrlPool, Clock: b.o.Clock,
 		Logger: b.logger})}
 	return nil
 }

@@ -11,13 +11,14 @@ import (
 
 // startReplication starts the replica manager's replication from the
 // broker configs: followers fetch from their leaders over the Kafka wire
-// (api.LeaderEndpoint, on the client listener the leaders advertise) with
+// (api.LeaderEndpoint, on the inter-broker listener the leaders advertise,
+// with its security: interBrokerPool) with
 // this broker's epoch, leaders send ISR changes to the active controller
 // (AlterPartition through the controller router), and a follower's
 // truncation lowers the cleaner's checkpoint below its new log end.
 func (b *Broker) startReplication(cfg *config.Broker) {
 	ms := func(name string) time.Duration { return time.Duration(cfg.Long(name)) * time.Millisecond }
-	listener := b.layout.Client.Listener
+	listener := b.layout.InterBroker
 	b.replicas.StartReplication(replica.ReplicationConfig{
 		NodeID:      cfg.NodeID(),
 		BrokerEpoch: b.life.Epoch,

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/gregor-broker/gregor/internal/kclient"
 )
 
 // Shutdown stops the broker (SIGTERM in gregor serve): first a controlled
@@ -131,8 +133,10 @@ func (b *Broker) stopNode(ctx context.Context, clean bool) error {
 	} else if b.ctrlLn != nil {
 		b.ctrlLn.Close()
 	}
-	if b.pool != nil {
-		b.pool.Close()
+	for _, p := range []*kclient.Pool{b.pool, b.ctrlPool} {
+		if p != nil {
+			p.Close()
+		}
 	}
 	return errors.Join(errs...)
 }

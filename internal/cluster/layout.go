@@ -40,8 +40,9 @@ type Layout struct {
 	// Client is the first client listener as bound and Advertised what
 	// brokers register and clients are told for it.
 	Client, Advertised config.Endpoint
-	// InterBroker is inter.broker.listener.name (the first client listener
-	// when unset): the listener brokers use to reach each other, and
+	// InterBroker is the listener brokers use to reach each other
+	// (inter.broker.listener.name, else the one named as
+	// security.inter.broker.protocol, else the first client listener) and
 	// InterBrokerProtocol its security protocol.
 	InterBroker, InterBrokerProtocol string
 }
@@ -156,14 +157,38 @@ func (l *Layout) listeners(b *config.Broker, ctrlNames []string) error {
 	if err := l.controllerBind(); err != nil {
 		return err
 	}
-	l.InterBroker, l.InterBrokerProtocol = l.Clients[0].Bind.Listener, l.Clients[0].Protocol
+	return l.interBroker(b)
+}
+
+// interBroker picks the listener brokers dial each other on, by Kafka's
+// rule: inter.broker.listener.name, else the listener named as
+// security.inter.broker.protocol (default PLAINTEXT). Where Kafka would
+// refuse to start because neither is set and no listener is named
+// PLAINTEXT, Gregor takes the first client listener (a one-node broker on
+// an SSL listener only needs no configuration for a peer it never dials).
+func (l *Layout) interBroker(b *config.Broker) error {
+	pick := func(name string) bool {
+		i := slices.IndexFunc(l.Clients, func(c ClientListener) bool { return c.Bind.Listener == strings.ToUpper(name) })
+		if i >= 0 {
+			l.InterBroker, l.InterBrokerProtocol = l.Clients[i].Bind.Listener, l.Clients[i].Protocol
+		}
+		return i >= 0
+	}
 	if n := b.String("inter.broker.listener.name"); n != "" {
-		i := slices.IndexFunc(l.Clients, func(c ClientListener) bool { return c.Bind.Listener == strings.ToUpper(n) })
-		if i < 0 {
+		if !pick(n) {
 			return fmt.Errorf("inter.broker.listener.name=%s is not one of the client listeners", n)
 		}
-		l.InterBroker, l.InterBrokerProtocol = l.Clients[i].Bind.Listener, l.Clients[i].Protocol
+		return nil
 	}
+	p, src, _ := b.Value("security.inter.broker.protocol")
+	if pick(p) {
+		return nil
+	}
+	if src != config.SourceDefault {
+		return fmt.Errorf("security.inter.broker.protocol=%s names no client listener: the inter-broker listener is the one named %s; "+
+			"set inter.broker.listener.name to the listener brokers should reach each other on", p, strings.ToUpper(p))
+	}
+	pick(l.Clients[0].Bind.Listener)
 	return nil
 }
 

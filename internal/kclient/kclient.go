@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 )
 
 // ErrClosed is returned by requests on a closed Pool.
@@ -23,8 +25,15 @@ var ErrClosed = errors.New("kclient: pool closed")
 type Config struct {
 	// ClientID is sent with every request; default "gregor".
 	ClientID string
-	// Dial opens connections; default a net.Dialer.
+	// Dial opens connections; default a net.Dialer. A listener's TLS is
+	// Dial's: it returns the TLS connection.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// SASL, when set, authenticates every new connection before its first
+	// request (SaslHandshake v1, then SaslAuthenticate v2 rounds).
+	SASL sasl.Mechanism
+	// Now reads the time a SASL session expires against (KIP-368);
+	// default time.Now.
+	Now func() time.Time
 	// MaxResponseBytes bounds a response frame; default 100 MiB.
 	MaxResponseBytes int32
 	// MaxIdlePerAddr bounds the idle connections kept per address;
@@ -49,6 +58,9 @@ type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	corrID int32
+	// expires is when the connection is no longer used: before the
+	// broker's SASL session ends (zero: never).
+	expires time.Time
 }
 
 // NewPool returns a Pool.
@@ -68,6 +80,9 @@ func NewPool(cfg Config) *Pool {
 	}
 	if cfg.DefaultTimeout <= 0 {
 		cfg.DefaultTimeout = 30 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Pool{cfg: cfg, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(cfg.ClientID)), idle: map[string][]*conn{}}
 }
@@ -107,9 +122,19 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 		p.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if cs := p.idle[addr]; len(cs) > 0 {
+	var stale []*conn
+	defer func() {
+		for _, c := range stale {
+			c.nc.Close()
+		}
+	}()
+	for cs := p.idle[addr]; len(cs) > 0; cs = p.idle[addr] {
 		c := cs[len(cs)-1]
 		p.idle[addr] = cs[:len(cs)-1]
+		if !c.expires.IsZero() && !p.cfg.Now().Before(c.expires) {
+			stale = append(stale, c)
+			continue
+		}
 		p.mu.Unlock()
 		return c, nil
 	}
@@ -118,7 +143,65 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kclient: dial %s: %w", addr, err)
 	}
-	return &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10)}, nil
+	c := &conn{nc: nc, br: bufio.NewReaderSize(nc, 16<<10)}
+	if p.cfg.SASL != nil {
+		if err := p.authenticate(ctx, c, addr); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("kclient: SASL %s authentication to %s: %w", p.cfg.SASL.Name(), addr, err)
+		}
+	}
+	return c, nil
+}
+
+// authenticate runs the SASL exchange on a new connection, as Kafka's
+// clients do: SaslHandshake v1 names the mechanism, then SaslAuthenticate
+// v2 carries its messages until the mechanism is done. A session lifetime
+// in the answer (connections.max.reauth.ms) retires the connection at 85%
+// of it, before the broker would close it (Kafka's clients re-authenticate
+// between 85% and 95%; a new connection does the same here).
+func (p *Pool) authenticate(ctx context.Context, c *conn, addr string) error {
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = p.cfg.SASL.Name()
+	kresp, err := c.roundTrip(ctx, p.f, hs, p.cfg.MaxResponseBytes)
+	if err != nil {
+		return err
+	}
+	if hr := kresp.(*kmsg.SASLHandshakeResponse); hr.ErrorCode != 0 {
+		return fmt.Errorf("%w (the broker enables %v)", kerr.ErrorForCode(hr.ErrorCode), hr.SupportedMechanisms)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	sess, out, err := p.cfg.SASL.Authenticate(ctx, host)
+	if err != nil {
+		return err
+	}
+	for done := false; !done || len(out) > 0; {
+		req := kmsg.NewPtrSASLAuthenticateRequest()
+		req.SetVersion(2)
+		req.SASLAuthBytes = out
+		kresp, err := c.roundTrip(ctx, p.f, req, p.cfg.MaxResponseBytes)
+		if err != nil {
+			return err
+		}
+		resp := kresp.(*kmsg.SASLAuthenticateResponse)
+		if resp.ErrorCode != 0 {
+			msg := ""
+			if resp.ErrorMessage != nil {
+				msg = ": " + *resp.ErrorMessage
+			}
+			return fmt.Errorf("%w%s", kerr.ErrorForCode(resp.ErrorCode), msg)
+		}
+		if resp.SessionLifetimeMillis > 0 {
+			c.expires = p.cfg.Now().Add(time.Duration(resp.SessionLifetimeMillis) * time.Millisecond * 85 / 100)
+		}
+		if done {
+			break
+		}
+		if done, out, err = sess.Challenge(resp.SASLAuthBytes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *Pool) put(addr string, c *conn) {
