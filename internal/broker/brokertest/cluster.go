@@ -23,6 +23,7 @@ type Cluster struct {
 	voters    string
 	ctrlAddrs []string
 	overrides map[string]string
+	perNode   map[int32]map[string]string
 	overTCP   bool
 	// Brokers[i] is node i+1 (nil while stopped).
 	Brokers []*Broker
@@ -42,7 +43,14 @@ var ClusterProps = map[string]string{
 // own node's controller over the CONTROLLER listener.
 func StartCluster(t testing.TB, n int, overrides map[string]string, overTCP bool) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir(), overrides: overrides, overTCP: overTCP, Brokers: make([]*Broker, n)}
+	return StartClusterNodes(t, n, overrides, nil, overTCP)
+}
+
+// StartClusterNodes is StartCluster with perNode[id] applied over
+// overrides on node id (one node configured differently from the rest).
+func StartClusterNodes(t testing.TB, n int, overrides map[string]string, perNode map[int32]map[string]string, overTCP bool) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, dir: t.TempDir(), overrides: overrides, perNode: perNode, overTCP: overTCP, Brokers: make([]*Broker, n)}
 	var voters []string
 	for i := range n {
 		addr := freeAddr(t)
@@ -100,13 +108,14 @@ func (c *Cluster) launch(i int) *Broker {
 	for k, v := range c.overrides {
 		props[k] = v
 	}
+	for k, v := range c.perNode[id] {
+		props[k] = v
+	}
 	props["node.id"] = fmt.Sprint(id)
 	props["controller.quorum.voters"] = c.voters
-	// The client listeners are PLAINTEXT unless overrides name others.
-	clients := "PLAINTEXT://127.0.0.1:0"
-	if l, ok := c.overrides["listeners"]; ok {
-		clients = l
-	}
+	// The client listeners are PLAINTEXT (Props) unless overrides name
+	// others; the CONTROLLER listener is added.
+	clients := props["listeners"]
 	props["listeners"] = clients + ",CONTROLLER://" + c.ctrlAddrs[i]
 	return launch(c.t, broker.Options{Static: props, ControllerOverTCP: c.overTCP}, c.Dir(id))
 }
