@@ -31,6 +31,11 @@ func (l *Listener) ClientMechanism(cfg *config.Broker, mechanism string) (sasl.M
 		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol (%s) must be included in sasl.enabled.mechanisms (%s) of the %s listener when SASL is used for inter-broker communication",
 			mechanism, strings.Join(l.mechanismNames(), ","), l.name)
 	}
+	switch mechanism {
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default:
+		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol=%s: the inter-broker client speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", mechanism)
+	}
 	key := "listener.name." + lower + "." + strings.ToLower(mechanism) + ".sasl.jaas.config"
 	text, _, ok := cfg.Value(key)
 	if !ok || text == "" {
@@ -55,7 +60,7 @@ func (l *Listener) ClientMechanism(cfg *config.Broker, mechanism string) (sasl.M
 			return nil, fmt.Errorf("%s: PLAIN needs %s, not %s", key, PlainLoginModule, jaas.Module)
 		}
 		return plain.Auth{User: user, Pass: pass}.AsMechanism(), nil
-	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+	default: // SCRAM-SHA-256, SCRAM-SHA-512
 		if jaas.Module != ScramLoginModule {
 			return nil, fmt.Errorf("%s: %s needs %s, not %s", key, mechanism, ScramLoginModule, jaas.Module)
 		}
@@ -65,7 +70,6 @@ func (l *Listener) ClientMechanism(cfg *config.Broker, mechanism string) (sasl.M
 		}
 		return scramClient{name: mechanism, hash: hash, user: user, pass: pass}, nil
 	}
-	return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol=%s: the inter-broker client speaks PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", mechanism)
 }
 
 // scramClient is the client side of SCRAM (RFC 5802) as Kafka's

@@ -6,6 +6,13 @@
 // URLs through injected functions), and the I/O it does is the TLS
 // handshake of the connection it is handed.
 //
+// The client side, for a broker dialling its peers: Listener.ClientTLS (the
+// listener's key store as client certificate, its trust store, host
+// verification per ssl.endpoint.identification.algorithm) and
+// Listener.ClientMechanism (PLAIN or SCRAM with the username/password of
+// the listener's JAAS config; SCRAM on xdg-go/scram's client, which checks
+// the server's final signature).
+//
 // # Listeners and sessions
 //
 // NewListener builds one listener's security from the broker config, the

@@ -18,8 +18,10 @@ import (
 // as client certificate (ClientTLS, Kafka's controller client using the
 // listener's ssl.* settings) and the listener admits a connection only once
 // its principal passes the broker's check (NodeListener: Kafka requires
-// CLUSTER_ACTION on the cluster of the controller's callers). SASL between
-// nodes is not built.
+// CLUSTER_ACTION on the cluster of the controller's callers). SASL on the
+// CONTROLLER listener is not built. Brokers reach each other on the
+// inter-broker listener, a client listener, with ClientTLS and
+// ClientMechanism (client.go).
 
 // ErrSASLBetweenNodes refuses a node listener with SASL.
 var ErrSASLBetweenNodes = errors.New("SASL between nodes is not supported")

@@ -82,6 +82,16 @@
 // forwarded there and answered once this broker has published their effect.
 // Producer ids come in blocks from the controller (AllocateProducerIds).
 //
+// Other brokers: followers fetch from their leaders (and any other
+// broker-to-broker request goes) over a second kclient pool on the
+// inter-broker listener each peer registered (cluster.Layout.InterBroker:
+// inter.broker.listener.name, else security.inter.broker.protocol's
+// listener), dialled with that listener's TLS (this broker's key store as
+// client certificate) and SASL (sasl.mechanism.inter.broker.protocol with
+// its own JAAS username/password); the leader authorizes what it sends as
+// that principal (CLUSTER_ACTION; usually a super user). See
+// interbroker.go.
+//
 // Shutdown (SIGTERM/SIGINT in gregor serve): a controlled shutdown first (the
 // controller moves this broker's leaderships away; bounded by
 // broker.session.timeout.ms), then the transaction coordinator (its marker

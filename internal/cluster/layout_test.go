@@ -91,6 +91,24 @@ func TestLayoutClientListeners(t *testing.T) {
 	if err != nil || l.ControllerProtocol != "SSL" {
 		t.Fatalf("SSL CONTROLLER listener: %+v, %v", l, err)
 	}
+	// Without inter.broker.listener.name, Kafka's rule: the listener named
+	// as security.inter.broker.protocol (default PLAINTEXT); Gregor falls
+	// back to the first client listener only when neither is set.
+	for _, tc := range []struct {
+		props     map[string]string
+		want, pro string
+	}{
+		{map[string]string{"listeners": "SASL_SSL://:9094,PLAINTEXT://:9092,CONTROLLER://:9093"}, "PLAINTEXT", "PLAINTEXT"},
+		{map[string]string{"listeners": "PLAINTEXT://:9092,SASL_SSL://:9094,CONTROLLER://:9093",
+			"security.inter.broker.protocol": "SASL_SSL"}, "SASL_SSL", "SASL_SSL"},
+		{map[string]string{"listeners": "SSL://:9094,CONTROLLER://:9093"}, "SSL", "SSL"},
+	} {
+		tc.props["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT"
+		l, err := layoutOf(t, tc.props)
+		if err != nil || l.InterBroker != tc.want || l.InterBrokerProtocol != tc.pro {
+			t.Errorf("%v: inter-broker %+v, %v; want %s", tc.props, l, err, tc.want)
+		}
+	}
 	for name, id := range map[string]int16{"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3, "GSSAPI": -1} {
 		if got := SecurityProtocolID(name); got != id {
 			t.Errorf("SecurityProtocolID(%s) = %d, want %d", name, got, id)
@@ -111,6 +129,7 @@ func TestLayoutRefusals(t *testing.T) {
 			"would dial the wrong port"},
 		{map[string]string{"listeners": "CONTROLLER://:9093"}, "no client listener"},
 		{map[string]string{"inter.broker.listener.name": "CONTROLLER", "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093"}, "not one of the client listeners"},
+		{map[string]string{"security.inter.broker.protocol": "SSL", "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093"}, "names no client listener"},
 		{map[string]string{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
 			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "SASL between nodes is not built"},
 	} {
