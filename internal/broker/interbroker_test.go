@@ -91,7 +91,7 @@ func TestInterBrokerSASLSSL(t *testing.T) {
 		t.Fatalf("CreateTopics through node %d (the controller is %d): %v", other.Config().NodeID(), meta.Controller, err)
 	}
 	everywhere(t, c, "secure")
-	cl := c.Client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(10)}, opts...)...)
+	cl := c.Client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(10), kgo.RecordDeliveryTimeout(20 * time.Second)}, opts...)...)
 	const n = 50
 	for i := range n {
 		brokertest.Produce(t, cl, &kgo.Record{Topic: "secure", Value: []byte(strconv.Itoa(i))})
@@ -139,7 +139,7 @@ func TestInterBrokerWrongCredentials(t *testing.T) {
 		3: {"listener.name.sasl_ssl.plain.sasl.jaas.config": brokerJAAS("wrong")},
 	})
 	ctx := brokertest.Context(t, 60*time.Second)
-	cl := c.Client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(10)}, opts...)...)
+	cl := c.Client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(10), kgo.RecordDeliveryTimeout(20 * time.Second)}, opts...)...)
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "locked", -1, -1
