@@ -91,12 +91,28 @@ func TestInterBrokerSASLSSL(t *testing.T) {
 		t.Fatalf("CreateTopics through node %d (the controller is %d): %v", other.Config().NodeID(), meta.Controller, err)
 	}
 	everywhere(t, c, "secure")
+	leader := leaderOf(c, "secure", 0)
+	// The followers' fetches are answered: they reached the leader over
+	// SASL_SSL and were authorized (CLUSTER_ACTION) as the broker principal.
+	for _, b := range c.Running() {
+		if id := b.Config().NodeID(); id != leader {
+			eventually(t, fmt.Sprintf("node %d fetches from the leader", id), func() error {
+				part, ok := b.Replicas().Get(topicpart.TopicPartition{Topic: "secure", Partition: 0})
+				if !ok {
+					return fmt.Errorf("no replica")
+				}
+				if st, ok := b.Replicas().FollowerState(part); !ok || st.LastFetch.IsZero() {
+					return fmt.Errorf("follower state %+v", st)
+				}
+				return nil
+			})
+		}
+	}
 	cl := c.Client(append([]kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(10), kgo.RecordDeliveryTimeout(20 * time.Second)}, opts...)...)
 	const n = 50
 	for i := range n {
 		brokertest.Produce(t, cl, &kgo.Record{Topic: "secure", Value: []byte(strconv.Itoa(i))})
 	}
-	leader := leaderOf(c, "secure", 0)
 	eventually(t, "every replica holds the records and is in the ISR", func() error {
 		for _, b := range c.Running() {
 			if leo := logEnd(b, "secure", 0); leo != n {
