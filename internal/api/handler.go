@@ -61,11 +61,15 @@ type Deps struct {
 	// the transactional id's __transaction_state partition, else with the
 	// broker that does, through Peers.
 	Txn *txn.Coordinator
-	// Peers reaches other brokers' client listeners (transaction
-	// verification and markers); nil: this broker alone.
-	Peers  *kclient.Pool
-	Clock  clock.Clock
-	Logger *slog.Logger
+	// Peers reaches other brokers on their PeerListener (transaction
+	// verification and markers), with that listener's security (the
+	// broker's inter-broker pool); nil: this broker alone.
+	Peers *kclient.Pool
+	// PeerListener is the inter-broker listener's name (Peers dial each
+	// broker's endpoint of it); empty: Listener.
+	PeerListener string
+	Clock        clock.Clock
+	Logger       *slog.Logger
 }
 
 type handlerFunc func(ctx context.Context, h *Handler, req *server.Request) (kmsg.Response, error)

@@ -19,16 +19,17 @@ import (
 // coordinator sends WriteTxnMarkers to each partition's leader
 // (TransactionMarkerChannelManager), and a partition leader verifying a
 // produce sends AddPartitionsToTxn v5 to the id's coordinator
-// (AddPartitionsToTxnManager). Both go over the client listener of the other
-// broker (Gregor has no separate inter-broker listener) through Deps.Peers.
+// (AddPartitionsToTxnManager). Both go over the other broker's inter-broker
+// listener (Deps.PeerListener), with its security, through Deps.Peers.
 
-// peerAddr is broker id's address on the client listener, as im has it.
+// peerAddr is broker id's address on the inter-broker listener, as im has
+// it.
 func peerAddr(d *Deps, im *metadata.Image, id int32) (string, bool) {
 	b := im.Brokers[id]
 	if b == nil || b.Fenced {
 		return "", false
 	}
-	ep, ok := b.Endpoint(d.Listener)
+	ep, ok := b.Endpoint(listenerOr(d.PeerListener, d.Listener))
 	if !ok {
 		return "", false
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // interBrokerPool is the pool brokers reach each other with (follower
-// fetches, and any other broker-to-broker request): on the inter-broker
+// fetches; transaction markers and AddPartitionsToTxn verification through
+// api.Deps.Peers): on the inter-broker
 // listener (cluster.Layout.InterBroker) as each peer advertises it, with
 // that listener's security as a client. On SSL and SASL_SSL this broker's
 // key store for the listener is its client certificate and the listener's

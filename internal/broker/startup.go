@@ -77,6 +77,7 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 		Checkpoint:        b.logs.CheckpointLogStart,
 		Groups:            b.groups,
 		Peers:             b.pool,
+		PeerListener:      b.layout.InterBroker,
 		Authorizer:        b.Authorizer,
 		Audit:             b.audit,
 		CheckBrokerConfig: b.checkBrokerConfig,
