@@ -76,8 +76,9 @@ func secureCluster(t *testing.T, perNode map[int32]map[string]string) (*brokerte
 // broker principal (a super user): an RF 3 topic with min.insync.replicas=2
 // created through a node that is not the active controller (a forwarded
 // CreateTopics) takes acks=all writes, its followers catch up and stay in
-// the ISR, and once its leader stops every acknowledged record is read back
-// from the new leader.
+// the ISR, a transaction over partitions led by different nodes commits
+// (markers and verification between brokers), and once its leader stops
+// every acknowledged record is read back from the new leader.
 func TestInterBrokerSASLSSL(t *testing.T) {
 	c, opts := secureCluster(t, nil)
 	ctx := brokertest.Context(t, 90*time.Second)
@@ -124,6 +125,8 @@ func TestInterBrokerSASLSSL(t *testing.T) {
 		}
 		return nil
 	})
+
+	transactionAcrossBrokers(t, c, opts)
 
 	c.Stop(leader)
 	eventually(t, "a new leader", func() error {
@@ -205,4 +208,50 @@ func clientOf(t *testing.T, b *brokertest.Broker, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// transactionAcrossBrokers commits a transaction over three partitions led
+// by the three nodes: at least two are led by a node that is not the
+// transaction's coordinator, so their AddPartitionsToTxn verification and
+// WriteTxnMarkers go between brokers, over SASL_SSL as the broker
+// principal. A read_committed consumer reads every record.
+func transactionAcrossBrokers(t *testing.T, c *brokertest.Cluster, opts []kgo.Opt) {
+	t.Helper()
+	ctx := brokertest.Context(t, 60*time.Second)
+	if _, err := c.Admin(opts...).CreateTopic(ctx, 3, 3, nil, "txn"); err != nil {
+		t.Fatal(err)
+	}
+	everywhere(t, c, "txn")
+	leaders := map[int32]bool{}
+	for p := range int32(3) {
+		leaders[leaderOf(c, "txn", p)] = true
+	}
+	if len(leaders) != 3 {
+		t.Logf("the partitions' leaders are %v: fewer markers cross brokers", leaders)
+	}
+	cl := c.Client(append([]kgo.Opt{kgo.TransactionalID("secure-tx"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RecordDeliveryTimeout(20 * time.Second)}, opts...)...)
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(3) {
+		for i := range 3 {
+			r := &kgo.Record{Topic: "txn", Partition: p, Value: []byte(fmt.Sprintf("%d-%d", p, i))}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("transactional produce to partition %d: %v", p, err)
+			}
+		}
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	consumer := c.Client(append([]kgo.Opt{kgo.ConsumeTopics("txn"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
+	var got []string
+	for len(got) < 9 && ctx.Err() == nil {
+		consumer.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if slices.Sort(got); len(got) != 9 || got[0] != "0-0" || got[8] != "2-2" {
+		t.Fatalf("read_committed read %v", got)
+	}
 }
