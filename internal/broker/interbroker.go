@@ -42,7 +42,7 @@ func (b *Broker) interBrokerPool(cfg *config.Broker) (*kclient.Pool, error) {
 		if len(l.Voters) > 1 {
 			return nil, err
 		}
-		b.logger.Warn("this node cannot dial other brokers; harmless in a one-node cluster", "err", err)
+		b.logger.Info("a one-node cluster: this node could not dial other brokers on the inter-broker listener", "reason", err)
 		kc.Dial = func(context.Context, string, string) (net.Conn, error) { return nil, err }
 		return kclient.NewPool(kc), nil
 	}
