@@ -38,7 +38,11 @@ func brokerJAAS(password string) string {
 // security.inter.broker.protocol names it (Kafka's rule when
 // inter.broker.listener.name is unset). It returns the cluster and the
 // client options of the admin user.
-func secureCluster(t *testing.T, perNode map[int32]map[string]string) (*brokertest.Cluster, []kgo.Opt) {
+//
+// With mtls the only client listener is SSL with required client
+// certificates instead (security.inter.broker.protocol=SSL), the brokers'
+// principal there their certificate's subject, the admin's its own.
+func secureCluster(t *testing.T, mtls bool, perNode map[int32]map[string]string) (*brokertest.Cluster, []kgo.Opt) {
 	pki := testpki.New(t)
 	dir := t.TempDir()
 	nodeKS, _, _ := pki.Issue(t, "node", []string{"localhost"}).WriteFiles(t, dir, "node")
@@ -66,7 +70,28 @@ func secureCluster(t *testing.T, perNode map[int32]map[string]string) (*brokerte
 	for k, v := range replProps {
 		props[k] = v
 	}
+	if mtls {
+		// Only SSL with client certificates: the brokers' principal on the
+		// inter-broker listener is their certificate's subject; no SASL.
+		for _, k := range []string{"sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol", "listener.name.sasl_ssl.plain.sasl.jaas.config"} {
+			delete(props, k)
+		}
+		props["listeners"], props["security.inter.broker.protocol"] = "SSL://127.0.0.1:0", "SSL"
+		props["listener.security.protocol.map"] = "SSL:SSL,CONTROLLER:SSL"
+		props["super.users"] = "User:CN=admin,O=Gregor Test;User:CN=node,O=Gregor Test"
+		for k, v := range props {
+			if rest, ok := strings.CutPrefix(k, "listener.name.sasl_ssl."); ok {
+				delete(props, k)
+				props["listener.name.ssl."+rest] = v
+			}
+		}
+		props["listener.name.ssl.ssl.client.auth"] = "required"
+	}
 	c := brokertest.StartClusterNodes(t, 3, props, perNode, false)
+	if mtls {
+		return c, []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: pki.Pool(), MinVersion: tls.VersionTLS12,
+			Certificates: []tls.Certificate{pki.Issue(t, "admin", nil).TLS(t)}})}
+	}
 	return c, []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: pki.Pool(), MinVersion: tls.VersionTLS12}),
 		kgo.SASL(plain.Auth{User: "admin", Pass: "admin-pw"}.AsMechanism())}
 }
@@ -80,7 +105,19 @@ func secureCluster(t *testing.T, perNode map[int32]map[string]string) (*brokerte
 // (markers and verification between brokers), and once its leader stops
 // every acknowledged record is read back from the new leader.
 func TestInterBrokerSASLSSL(t *testing.T) {
-	c, opts := secureCluster(t, nil)
+	c, opts := secureCluster(t, false, nil)
+	interBrokerRoundTrip(t, c, opts)
+}
+
+// TestInterBrokerMTLS is TestInterBrokerSASLSSL on SSL listeners with
+// client certificates: the followers present their key store and are
+// authorized as User:CN=node,O=Gregor Test.
+func TestInterBrokerMTLS(t *testing.T) {
+	c, opts := secureCluster(t, true, nil)
+	interBrokerRoundTrip(t, c, opts)
+}
+
+func interBrokerRoundTrip(t *testing.T, c *brokertest.Cluster, opts []kgo.Opt) {
 	ctx := brokertest.Context(t, 90*time.Second)
 	meta, err := c.Admin(opts...).BrokerMetadata(ctx)
 	if err != nil {
@@ -154,7 +191,7 @@ func TestInterBrokerSASLSSL(t *testing.T) {
 // it stays out of the ISR (acks=all still succeeds with the other two), and
 // its fetch state tells why.
 func TestInterBrokerWrongCredentials(t *testing.T) {
-	c, opts := secureCluster(t, map[int32]map[string]string{
+	c, opts := secureCluster(t, false, map[int32]map[string]string{
 		3: {"listener.name.sasl_ssl.plain.sasl.jaas.config": brokerJAAS("wrong")},
 	})
 	ctx := brokertest.Context(t, 60*time.Second)
