@@ -7,7 +7,8 @@
 # `gregor dev --nodes 3` on a temp dir with OS-chosen loopback ports (never
 # 9092, which a developer may be using), waits until every node's /readyz
 # answers, runs ../shared/conformance/franz-go.sh against all three with
-# KGO_TEST_RF=1 (topics of one replica, spread over the nodes), and stops the
+# KGO_TEST_RF=3 (every topic the suite creates has a replica on each node, so
+# each produce with acks=all waits for both followers), and stops the
 # cluster by gregor dev's PID (which stops each node by its own). The
 # suite's SASL tests run against one more `gregor serve` with a
 # SASL_PLAINTEXT listener (SCRAM and unsecured OAUTHBEARER). Skips
@@ -19,6 +20,8 @@
 #   GREGOR_BIN            prebuilt gregor binary (default: build one)
 #   GREGOR_SHARED         the shared dir (default: <repo root>/../shared)
 #   KGO_TEST_RECORDS      records for the ETL tests (default 50000)
+#   KGO_TEST_RF           replication factor of the suite's topics (default:
+#                         the number of nodes, at most 3)
 #   CONFORMANCE_TIMEOUT   go test -timeout for the suite (default 10m)
 #   CONFORMANCE_SKIP      -test.skip regex to use instead of the one computed
 #                         from FEATURE_TESTS and what the broker serves
@@ -225,8 +228,9 @@ elif [ "${#SKIPPED[@]}" -gt 0 ]; then
 else
   SKIP_RE=
 fi
-log "franz-go conformance (KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-50000}, KGO_TEST_RF=1); -test.skip $SKIP_RE"
-KGO_TEST_RF=1 KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" SKIP="$SKIP_RE" TEST_TIMEOUT="${CONFORMANCE_TIMEOUT:-10m}" \
+RF="${KGO_TEST_RF:-$(( NODES < 3 ? NODES : 3 ))}"
+log "franz-go conformance (KGO_TEST_RECORDS=${KGO_TEST_RECORDS:-50000}, KGO_TEST_RF=$RF); -test.skip $SKIP_RE"
+KGO_TEST_RF=$RF KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" SKIP="$SKIP_RE" TEST_TIMEOUT="${CONFORMANCE_TIMEOUT:-10m}" \
   timeout --kill-after=30 40m bash "$FRANZ" "$BOOTSTRAP" 2>&1 | tee "$WORK/suite.out"
 rc=${PIPESTATUS[0]}
 

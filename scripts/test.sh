@@ -19,7 +19,7 @@
 #      concurrency (RACE_PKGS) run under -race instead of the plain run;
 #   5. runs franz-go's conformance suite against a 3-node cluster of the
 #      built binary (scripts/conformance.sh: gregor dev --nodes 3,
-#      KGO_TEST_RF=1), then TestTxnEtl again with transaction.version=1
+#      KGO_TEST_RF=3), then TestTxnEtl again with transaction.version=1
 #      (transactions without KIP-890 part 2);
 #   6. prints each part's summary and exits non-zero if anything failed.
 #

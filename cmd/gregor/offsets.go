@@ -133,3 +133,17 @@ func replicaLEOs(rs []replicaState) string {
 	}
 	return strings.Join(leos, ",")
 }
+
+// replicaLEOLags shows each replica's log end offset and lag behind the
+// leader as BROKER:LEO(LAG),...
+func replicaLEOLags(rs []replicaState) string {
+	var out []string
+	for _, r := range rs {
+		lag := "-"
+		if r.Lag != nil {
+			lag = fmt.Sprint(*r.Lag)
+		}
+		out = append(out, fmt.Sprintf("%d:%s(%s)", r.Broker, formatOptOffset(r.LogEndOffset), lag))
+	}
+	return strings.Join(out, ",")
+}

@@ -25,13 +25,17 @@ const debuggingReplicaID = -2
 // partitionState is everything a client can learn about one partition.
 // Offsets are -1 when they could not be listed (see Errors).
 type partitionState struct {
-	Topic            string         `json:"topic"`
-	Partition        int32          `json:"partition"`
-	Leader           int32          `json:"leader"`
-	LeaderEpoch      int32          `json:"leader_epoch"`
-	Replicas         []int32        `json:"replicas"`
-	ISR              []int32        `json:"isr"`
-	OfflineReplicas  []int32        `json:"offline_replicas,omitempty"`
+	Topic           string  `json:"topic"`
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"`
+	LeaderEpoch     int32   `json:"leader_epoch"`
+	Replicas        []int32 `json:"replicas"`
+	ISR             []int32 `json:"isr"`
+	OfflineReplicas []int32 `json:"offline_replicas,omitempty"`
+	// ELR and LastKnownELR are KIP-966's eligible leader replicas (from
+	// DescribeTopicPartitions); ELR is null when the broker did not say.
+	ELR              []int32        `json:"elr"`
+	LastKnownELR     []int32        `json:"last_known_elr,omitempty"`
 	LogStartOffset   int64          `json:"log_start_offset"`
 	LastStableOffset int64          `json:"last_stable_offset"`
 	HighWatermark    int64          `json:"high_watermark"`
@@ -46,8 +50,11 @@ type replicaState struct {
 	Broker       int32  `json:"broker"`
 	InISR        bool   `json:"in_isr"`
 	LogEndOffset *int64 `json:"log_end_offset"`
-	SizeBytes    *int64 `json:"size_bytes,omitempty"`
-	Error        string `json:"error,omitempty"`
+	// Lag is the leader's log end offset minus this one's (0 for the
+	// leader), each as its broker answered; null when either is unknown.
+	Lag       *int64 `json:"lag"`
+	SizeBytes *int64 `json:"size_bytes,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 func (ps *partitionState) fail(what string, err error) {
@@ -200,6 +207,62 @@ func listReplicaLogEndOffsets(ctx context.Context, cl *kgo.Client, parts []*part
 			}
 		}
 	}
+	for _, ps := range parts {
+		for i := range ps.ReplicaStates {
+			rs := &ps.ReplicaStates[i]
+			if ps.LogEndOffset != nil && rs.LogEndOffset != nil {
+				// Asked one broker after another, a follower may answer
+				// after a write the leader had not taken yet: no negative lag.
+				lag := max(*ps.LogEndOffset-*rs.LogEndOffset, 0)
+				rs.Lag = &lag
+			}
+		}
+	}
+}
+
+// describeELR fills each partition's ELR and last known ELR from
+// DescribeTopicPartitions (Metadata does not carry them). A broker that
+// does not serve it leaves them null; the error is returned, not recorded,
+// since the rest of the description stands without them.
+func describeELR(ctx context.Context, cl *kgo.Client, parts []*partitionState) error {
+	var topics []string
+	for _, ps := range parts {
+		if !slices.Contains(topics, ps.Topic) {
+			topics = append(topics, ps.Topic)
+		}
+	}
+	req := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	for _, t := range topics {
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = t
+		req.Topics = append(req.Topics, rt)
+	}
+	req.ResponsePartitionLimit = 2000
+	// Bounded: each page answers at least one partition.
+	for range 1 + len(parts) {
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		for _, rt := range resp.Topics {
+			if rt.Topic == nil || rt.ErrorCode != 0 {
+				continue
+			}
+			for _, rp := range rt.Partitions {
+				for _, ps := range parts {
+					if ps.Topic == *rt.Topic && ps.Partition == rp.Partition && rp.ErrorCode == 0 {
+						ps.ELR = append([]int32{}, rp.EligibleLeaderReplicas...)
+						ps.LastKnownELR = rp.LastKnownELR
+					}
+				}
+			}
+		}
+		if resp.NextCursor == nil {
+			return nil
+		}
+		req.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: resp.NextCursor.Topic, Partition: resp.NextCursor.Partition}
+	}
+	return nil
 }
 
 // describeSizes fills each replica's size from DescribeLogDirs. A replica

@@ -253,6 +253,12 @@ partition:
 
   LEADER, EPOCH       the leader broker and its leader epoch
   REPLICAS, ISR       the assigned replicas and the in-sync replicas
+  ELR                 eligible leader replicas (KIP-966): replicas that left
+                      the ISR while it was below min.insync.replicas and may
+                      still be elected without losing acknowledged records;
+                      empty unless eligible.leader.replicas.version is on.
+                      Left out when the broker does not answer
+                      DescribeTopicPartitions.
   LOG-START           log start offset: the first offset still in the log
                       (ListOffsets earliest); retention and trim move it
   LSO                 last stable offset: read_committed consumers read up to
@@ -262,10 +268,16 @@ partition:
   LEO                 the leader's log end offset: the offset its next record
                       gets. Kafka shows it to clients only through ListOffsets
                       with the debugging replica id (-2), which each replica
-                      answers with its own log end offset; REPLICA-LEOS lists
-                      them when there are several. "-" when a broker would not
-                      say. Records in [HW, LEO) are not yet on every ISR member.
+                      answers with its own log end offset. "-" when a broker
+                      would not say. Records in [HW, LEO) are not yet on every
+                      ISR member.
   SIZE                the leader's log size on disk (DescribeLogDirs)
+  REPLICA-LEO(LAG)    with several replicas, each one's log end offset and its
+                      lag in offsets behind the leader's (BROKER:LEO(LAG)).
+                      Each broker is asked in turn, so on a busy partition the
+                      lag is approximate; gregor why isr TOPIC/PARTITION has
+                      the leader's own view (lag in time too, and why a
+                      replica is out of the ISR).
 
 Always log start ≤ LSO ≤ HW ≤ LEO. -o json adds per-replica sizes.`,
 		Example: `  gregor topic describe orders
@@ -290,6 +302,9 @@ func topicDescribe(cmd *cobra.Command, f *connFlags, args []string, overrides bo
 	parts, err := gatherPartitions(s.ctx, s.cl, s.adm, s.tds, s.named, true)
 	if err != nil {
 		return err
+	}
+	if err := describeELR(s.ctx, s.cl, parts); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: no ELR column: DescribeTopicPartitions: %v\n", err)
 	}
 	rcs, cerr := s.adm.DescribeTopicConfigs(s.ctx, s.topics...)
 	var out []topicDescription
@@ -361,19 +376,31 @@ func printTopicDescription(w, errw io.Writer, d topicDescription) {
 		fmt.Fprintln(w)
 	}
 	multi := slices.ContainsFunc(d.PartitionStates, func(ps *partitionState) bool { return len(ps.Replicas) > 1 })
-	header := []any{"partition", "leader", "epoch", "replicas", "isr", "log-start", "lso", "hw", "leo", "size"}
+	elr := slices.ContainsFunc(d.PartitionStates, func(ps *partitionState) bool { return ps.ELR != nil })
+	header := []any{"partition", "leader", "epoch", "replicas", "isr"}
+	if elr {
+		header = append(header, "elr")
+	}
+	header = append(header, "log-start", "lso", "hw", "leo", "size")
 	if multi {
-		header = append(header, "replica-leos")
+		header = append(header, "replica-leo(lag)")
 	}
 	t = newTable(w, header...)
-	alignRight(t, 6, 7, 8, 9, 10)
+	first := 6 // column number of log-start
+	if elr {
+		first++
+	}
+	alignRight(t, first, first+1, first+2, first+3, first+4)
 	var errs []string
 	for _, ps := range d.PartitionStates {
-		row := []any{ps.Partition, ps.Leader, ps.LeaderEpoch, formatBrokers(ps.Replicas), formatBrokers(ps.ISR),
-			formatOffset(ps.LogStartOffset), formatOffset(ps.LastStableOffset), formatOffset(ps.HighWatermark),
-			formatOptOffset(ps.LogEndOffset), humanBytes(ps.SizeBytes)}
+		row := []any{ps.Partition, ps.Leader, ps.LeaderEpoch, formatBrokers(ps.Replicas), formatBrokers(ps.ISR)}
+		if elr {
+			row = append(row, formatBrokers(ps.ELR))
+		}
+		row = append(row, formatOffset(ps.LogStartOffset), formatOffset(ps.LastStableOffset), formatOffset(ps.HighWatermark),
+			formatOptOffset(ps.LogEndOffset), humanBytes(ps.SizeBytes))
 		if multi {
-			row = append(row, replicaLEOs(ps.ReplicaStates))
+			row = append(row, replicaLEOLags(ps.ReplicaStates))
 		}
 		t.AppendRow(row)
 		for _, e := range ps.Errors {

@@ -1,6 +1,6 @@
 package main
 
-// `gregor why compaction|retention TOPIC/PARTITION`: a plain explanation,
+// `gregor why compaction|retention TOPIC/PARTITION` (and `why isr`, why_isr.go): a plain explanation,
 // from the broker's own state, of why a partition is or is not being
 // compacted and what retention deletes next, with the config to change.
 //
@@ -31,12 +31,14 @@ func whyCmd() *cobra.Command {
 	var f adminFlags
 	cmd := &cobra.Command{
 		Use:   "why",
-		Short: "Explain, from the broker's own state, why a partition is or is not compacted, what retention deletes next, what holds its last stable offset",
+		Short: "Explain, from the broker's own state, why a partition is or is not compacted, what retention deletes next, what holds its last stable offset, and why a replica is out of the ISR",
 		Long: `Ask the broker why: its log cleaner's verdict on a partition (dirty ratio
 against min.cleanable.dirty.ratio, what stops the cleanable range, when it is
 eligible next), what its retention check deletes next and when, each with
-the config to change, or which transactions hold its last stable offset back
-and what will end them (the hanging-transaction detector).
+the config to change, which transactions hold its last stable offset back
+and what will end them (the hanging-transaction detector), or, from the
+partition's leader, why a replica is out of the ISR and what it waits for to
+rejoin.
 
 Kafka's protocol does not carry this state, so why reads Gregor's admin HTTP
 API (gregor serve --admin-listen, default 127.0.0.1:9644) instead of the
@@ -45,7 +47,7 @@ broker's partition document (GET /v1/partitions/TOPIC/PARTITION) under
 "partition_view", next to the sentences.`,
 	}
 	f.register(cmd, "table (sentences)")
-	cmd.AddCommand(whyCompactionCmd(&f), whyRetentionCmd(&f), whyLSOCmd(&f))
+	cmd.AddCommand(whyCompactionCmd(&f), whyRetentionCmd(&f), whyLSOCmd(&f), whyISRCmd(&f))
 	return cmd
 }
 

@@ -18,6 +18,19 @@ import (
 // metadata; KIP-951 answers carry the leader, see leaderHint); one in an
 // offline log dir is KAFKA_STORAGE_ERROR.
 func (h *Handler) partition(topic string, p int32) (*replica.Partition, error) {
+	part, err := h.localPartition(topic, p)
+	if err != nil {
+		return nil, err
+	}
+	if role := part.Role(); !role.Leader {
+		return nil, replica.NotLeaderError(role)
+	}
+	return part, nil
+}
+
+// localPartition is this broker's replica of topic-p, leader or follower
+// (Kafka's getPartitionOrException with fetchOnlyFromLeader false).
+func (h *Handler) localPartition(topic string, p int32) (*replica.Partition, error) {
 	part, ok := h.d.Replicas.Get(topicpart.TopicPartition{Topic: topic, Partition: p})
 	if !ok {
 		if h.d.Metadata.Image().Partition(topic, p) != nil {
@@ -28,9 +41,6 @@ func (h *Handler) partition(topic string, p int32) (*replica.Partition, error) {
 	if err := part.Offline(); err != nil {
 		// Kafka's ReplicaManager answers an offline partition so.
 		return nil, fmt.Errorf("%w: partition %s-%d is in an offline log dir: %w", kerr.KafkaStorageError, topic, p, err)
-	}
-	if role := part.Role(); !role.Leader {
-		return nil, replica.NotLeaderError(role)
 	}
 	return part, nil
 }

@@ -20,7 +20,9 @@ import (
 // tiered and -6 earliest pending upload (no tiered storage: -1). A client
 // asking a new leader whose high watermark is still below where its leader
 // epoch began gets OFFSET_NOT_AVAILABLE (but for the earliest offsets), so
-// "latest" never goes backwards across a leader change. A timestamp
+// "latest" never goes backwards across a leader change. A request with
+// Kafka's debugging replica id (-2) is answered by followers too, with the
+// replica's own log end offset for "latest". A timestamp
 // >= 0 finds the first record at or after it; an answer at or beyond the
 // fetchable bound (HW or LSO) is "none" (-1), as in Kafka.
 func init() { register(kmsg.ListOffsets.Int16(), 1, 11, handleListOffsets) }
@@ -32,6 +34,9 @@ const (
 	listEarliestLocal   = -4
 	listLatestTiered    = -5
 	listEarliestPending = -6
+
+	// debuggingReplicaID is Kafka's ListOffsetsRequest.DEBUGGING_REPLICA_ID.
+	debuggingReplicaID = -2
 )
 
 func handleListOffsets(_ context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -71,7 +76,14 @@ func handleListOffsets(_ context.Context, h *Handler, r *server.Request) (kmsg.R
 
 func (h *Handler) listOffset(req *kmsg.ListOffsetsRequest, topic string, rp kmsg.ListOffsetsRequestTopicPartition,
 	sp *kmsg.ListOffsetsResponseTopicPartition) error {
-	p, err := h.partition(topic, rp.Partition)
+	get := h.partition
+	if req.ReplicaID == debuggingReplicaID {
+		// Kafka answers the debugging replica id from any replica
+		// (fetchOnlyFromLeader = replicaId != DEBUGGING_REPLICA_ID), so a
+		// tool can read each follower's own log end offset.
+		get = h.localPartition
+	}
+	p, err := get(topic, rp.Partition)
 	if err != nil {
 		return err
 	}
