@@ -33,9 +33,11 @@ func (f *adminFlags) register(cmd *cobra.Command, table string) {
 }
 
 // baseURL is --admin as a URL without a trailing slash; a bare HOST:PORT
-// gets http://.
+// gets http://. Of a comma-separated list (why isr asks each, baseURLs)
+// the other commands use the first, so one GREGOR_ADMIN serves them all.
 func (f *adminFlags) baseURL() (string, error) {
-	s := strings.TrimRight(strings.TrimSpace(f.admin), "/")
+	first, _, _ := strings.Cut(f.admin, ",")
+	s := strings.TrimRight(strings.TrimSpace(first), "/")
 	if s == "" {
 		return "", errors.New("--admin is empty: give Gregor's admin listener, e.g. " + defaultAdmin)
 	}

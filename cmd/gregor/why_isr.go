@@ -33,7 +33,8 @@ start of the leader epoch, registered and unfenced with the same broker epoch).
 
 Only the leader has this state. --admin (or GREGOR_ADMIN) may list several
 admin listeners separated by commas (gregor dev prints them all); the first
-that leads the partition answers. Asked only a follower, why isr says which
+that leads the partition answers (the other commands that read the admin
+listener use the first of such a list). Asked only a follower, why isr says which
 broker leads and exits non-zero.`,
 		Example: `  gregor why isr orders/0 --admin 127.0.0.1:9644,127.0.0.1:9645,127.0.0.1:9646
   gregor why isr orders/0 -o json | jq '.partition_view.replica_state'`,
