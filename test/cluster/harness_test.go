@@ -78,6 +78,9 @@ type node struct {
 	properties bool
 	// unready: the test expects the node never to serve.
 	unready bool
+	// netns: run the process in this network namespace (ip netns exec,
+	// which execs it: the pid is gregor's own).
+	netns string
 }
 
 // cluster is n nodes started as the example starts them.
@@ -172,6 +175,9 @@ func (c *cluster) start(id int32) {
 		c.t.Fatal(err)
 	}
 	nd.cmd = exec.Command(gregorBin, args...)
+	if nd.netns != "" {
+		nd.cmd = exec.Command("ip", append([]string{"netns", "exec", nd.netns, gregorBin}, args...)...)
+	}
 	nd.cmd.Stdout, nd.cmd.Stderr = logFile, logFile
 	if err := nd.cmd.Start(); err != nil {
 		c.t.Fatal(err)
