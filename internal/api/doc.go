@@ -23,8 +23,8 @@
 // published the metadata the answer holds at. Data requests are answered
 // from the partitions this broker leads; others are NOT_LEADER_OR_FOLLOWER
 // with the current leader as KIP-951's hint (Produce v10+, Fetch v12+); the
-// exceptions are a follower's own fetches and ListOffsets with Kafka's
-// debugging replica id (-2), which any replica answers from its own log.
+// exception is ListOffsets with Kafka's debugging replica id (-2), which any
+// replica answers from its own log.
 //
 // ApiVersions advertises exactly the keys registered here with their ranges;
 // the server closes connections that use anything else.
