@@ -75,6 +75,9 @@ func runWhyISR(cmd *cobra.Command, f *adminFlags, arg string) error {
 			fmt.Fprintln(w, l)
 		}
 	}
+	if !isLeaderView(view) && view.Leader < 0 {
+		return fmt.Errorf("%s/%d has no leader (offline): no broker tracks its ISR now; see gregor topic describe %s", tp.topic, tp.partition, tp.topic)
+	}
 	if !isLeaderView(view) {
 		return fmt.Errorf("none of %s leads %s/%d (the leader is broker %d): point --admin at broker %d's admin listener",
 			strings.Join(asked, ", "), tp.topic, tp.partition, view.Leader, view.Leader)
@@ -143,6 +146,9 @@ func explainISR(v admin.PartitionView, now time.Time) []string {
 	minISR, _ := configValue(v, "min.insync.replicas")
 	head := fmt.Sprintf("partition %s: leader %d (leader epoch %d), replicas %s, ISR %s, min.insync.replicas=%s.",
 		name, v.Leader, v.LeaderEpoch, formatBrokers(v.Replicas), formatBrokers(v.ISR), minISR)
+	if !isLeaderView(v) && v.Leader < 0 {
+		return []string{head, "the partition has no leader: it is offline until an eligible replica's broker is back."}
+	}
 	if !isLeaderView(v) {
 		return []string{head, fmt.Sprintf("the broker that answered is not the leader; only broker %d knows why a replica left the ISR and what it waits for.", v.Leader)}
 	}

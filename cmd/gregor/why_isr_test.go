@@ -58,6 +58,15 @@ func TestExplainISR(t *testing.T) {
 		}(),
 		want: []string{"the broker that answered is not the leader; only broker 1 knows why"},
 		not:  []string{"every replica is in the ISR."},
+	}, {
+		name: "offline",
+		view: func() admin.PartitionView {
+			v := isrView(nil, "2")
+			v.Leader = -1
+			v.ReplicaState = []admin.ReplicaView{{BrokerID: 2, LogEndOffset: 100}}
+			return v
+		}(),
+		want: []string{"leader -1", "the partition has no leader: it is offline"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := strings.Join(explainISR(tc.view, whyNow), "\n") + "\n"
