@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ type netnsNet struct {
 	prefix string // of namespace and link names
 	subnet string // "10.X"
 }
+
+// netnsRuns counts the networks this process built.
+var netnsRuns atomic.Int32
 
 // ipCmd runs ip with args and fails the test on an error.
 func (n *netnsNet) ip(args ...string) {
@@ -56,13 +60,17 @@ func newNetnsNet(t *testing.T) *netnsNet {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("network partition test: the ip command (iproute2) is not installed")
 	}
+	// Names and addresses differ per run: the kernel tears a deleted
+	// namespace's links down asynchronously.
+	run := int(netnsRuns.Add(1))
 	pid := os.Getpid()
-	n := &netnsNet{t: t, prefix: fmt.Sprintf("gp%d", pid%100000), subnet: fmt.Sprintf("10.%d", 100+pid%100)}
+	n := &netnsNet{t: t, prefix: fmt.Sprintf("gp%d%c", pid%100000, 'a'+run%26), subnet: fmt.Sprintf("10.%d", 100+(pid+run)%100)}
 	if out, err := exec.Command("ip", "netns", "add", n.ns(1)).CombinedOutput(); err != nil {
 		t.Skipf("network partition test: ip netns add refused: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		for i := int32(1); i <= 3; i++ {
+			_ = exec.Command("ip", "link", "del", fmt.Sprintf("%sr%d", n.prefix, i)).Run()
 			_ = exec.Command("ip", "netns", "del", n.ns(i)).Run()
 		}
 	})
@@ -129,7 +137,7 @@ type probeResult struct {
 	offset int64
 }
 
-// leaderProbe sends acks=all produce requests of one record to topic-0
+// leaderProbe sends acks=all produce requests of one record to a partition
 // straight to one node until stopped: whatever the cluster decided, it
 // asks that broker only (a kgo producer would follow the new leader).
 type leaderProbe struct {
@@ -139,7 +147,7 @@ type leaderProbe struct {
 	done chan struct{}
 }
 
-func probeLeader(c *cluster, id int32, topic string, topicID [16]byte) *leaderProbe {
+func probeLeader(c *cluster, id int32, topic string, topicID [16]byte, partition int32) *leaderProbe {
 	addr := c.node(id).client
 	p := &leaderProbe{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
@@ -164,7 +172,7 @@ func probeLeader(c *cluster, id int32, topic string, topicID [16]byte) *leaderPr
 				if err != nil {
 					panic(err)
 				}
-				r.err = produceOne(cl.Broker(int(id)), topic, topicID, v, &r.offset)
+				r.err = produceOne(cl.Broker(int(id)), topic, topicID, partition, v, &r.offset)
 				cl.Close()
 				r.took = time.Since(r.sent)
 				p.mu.Lock()
@@ -176,9 +184,9 @@ func probeLeader(c *cluster, id int32, topic string, topicID [16]byte) *leaderPr
 	return p
 }
 
-// produceOne produces one record to topic-0 with acks=all through b (by
+// produceOne produces one record to topic-partition with acks=all through b (by
 // name and id: kgo sends the newest version both sides know, v13+ by id).
-func produceOne(b *kgo.Broker, topic string, topicID [16]byte, v string, offset *int64) error {
+func produceOne(b *kgo.Broker, topic string, topicID [16]byte, partition int32, v string, offset *int64) error {
 	batch, err := record.Build(&record.BatchSpec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
 		Records: []record.BuildRecord{{Timestamp: time.Now().UnixMilli(), Value: []byte(v)}}})
 	if err != nil {
@@ -189,7 +197,7 @@ func produceOne(b *kgo.Broker, topic string, topicID [16]byte, v string, offset 
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = topic, topicID
 	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
+	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -233,7 +241,26 @@ func (p *leaderProbe) results() []probeResult {
 // took over; after the links come back, every acknowledged record (load and
 // probe) is read back once at its offset, the ISR is whole again and the
 // replicas' logs are byte-identical.
-func TestReplicationNetworkPartition(t *testing.T) {
+func TestReplicationNetworkPartition(t *testing.T) { runNetworkPartition(t, "") }
+
+// TestLongReplicationNetworkPartition (GREGOR_LONG=1) is the same three
+// times with the cut-off leader the active controller and three times with
+// it another node.
+func TestLongReplicationNetworkPartition(t *testing.T) {
+	if os.Getenv("GREGOR_LONG") == "" {
+		t.Skip("set GREGOR_LONG=1 to run")
+	}
+	for i := range 3 {
+		for _, which := range []string{"controller", "not-controller"} {
+			t.Run(fmt.Sprintf("%s-%d", which, i), func(t *testing.T) { runNetworkPartition(t, which) })
+		}
+	}
+}
+
+// runNetworkPartition cuts off the leader of a partition: with which
+// "controller" one the active controller leads, "not-controller" one
+// another node leads, "" partition 0.
+func runNetworkPartition(t *testing.T, which string) {
 	n := newNetnsNet(t)
 	start := time.Now()
 	c := newClusterWith(t, 3, func(c *cluster) {
@@ -255,12 +282,21 @@ func TestReplicationNetworkPartition(t *testing.T) {
 	stop := make(chan struct{})
 	lp := startLoad(t, c, topic, stop)
 	waitAcks(t, lp, 300)
-	leader, _ := leaderOf(t, c, topic, 0)
-	other := 1 + leader%3
-
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	controller := c.controller(ctx, other)
+	controller := c.controller(ctx, 1)
 	cancel()
+	p := int32(-1)
+	var leader int32
+	for q := int32(0); q < 3 && p < 0; q++ {
+		leader, _ = leaderOf(t, c, topic, q)
+		if which == "" || (which == "controller") == (leader == controller) {
+			p = q
+		}
+	}
+	if p < 0 {
+		t.Fatalf("no partition of %s whose leader is the %s (node %d)", topic, which, controller)
+	}
+	other := 1 + leader%3
 	// The probe's produces are acknowledged while nothing is cut: its
 	// silence later is the partition's doing.
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
@@ -269,7 +305,7 @@ func TestReplicationNetworkPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := probeLeader(c, leader, topic, tds[topic].ID)
+	probe := probeLeader(c, leader, topic, tds[topic].ID, p)
 	if !poll(30*time.Second, func() bool { return probe.acked() >= 3 }) {
 		pr := probe.results()
 		t.Fatalf("node %d acknowledged %d of the probe's produces before any cut (%d sent; the first: %v)", leader, probe.acked(), len(pr), pr[0].err)
@@ -284,11 +320,11 @@ func TestReplicationNetworkPartition(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		l := m.Topics[topic].Partitions[0].Leader
+		l := m.Topics[topic].Partitions[p].Leader
 		tookOver = time.Now()
 		return l >= 0 && l != leader
 	}) {
-		t.Fatalf("no other leader of %s-0 within 30s of cutting node %d off", topic, leader)
+		t.Fatalf("no other leader of %s-%d within 30s of cutting node %d off", topic, p, leader)
 	}
 	waitAcks(t, lp, 300) // the majority side goes on
 	// Let the probe try the old leader for a while after the take-over.
@@ -326,17 +362,17 @@ func TestReplicationNetworkPartition(t *testing.T) {
 	probeAcked := 0
 	for _, r := range pr {
 		if r.err == nil {
-			acked[r.value] = ackedAt{0, r.offset}
+			acked[r.value] = ackedAt{p, r.offset}
 			probeAcked++
 		}
 	}
 	waitFullISR(t, c, topic, 3)
 	checkReadBack(t, c, topic, acked)
 	checkReplicasEqual(t, c, topic, 3)
-	t.Logf("node %d (leader of %s-0; controller before the cut: node %d) cut off for %v; new leader seen %v after the cut; "+
+	t.Logf("node %d (leader of %s-%d; controller before the cut: node %d) cut off for %v; new leader seen %v after the cut; "+
 		"load: %d acknowledged, %d failed; probe to the old leader: %d sent, %d acknowledged (all before the take-over), "+
 		"%d sent after it, answered %v; whole ISR and equal replicas %v after healing; test %v",
-		leader, topic, controller, healed.Sub(cut).Round(time.Millisecond), tookOver.Sub(cut).Round(time.Millisecond),
+		leader, topic, p, controller, healed.Sub(cut).Round(time.Millisecond), tookOver.Sub(cut).Round(time.Millisecond),
 		len(acked)-probeAcked, failed, len(pr), probeAcked, late, lateErrs,
 		time.Since(healed).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 }
