@@ -273,16 +273,11 @@ func runNetworkPartition(t *testing.T, which string) {
 		c.voters = strings.Join(voters, ",")
 	})
 	const topic = "netpart"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	resp, err := kadm.NewClient(c.client()).CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
-	cancel()
-	if err != nil || resp.Err != nil {
-		t.Fatalf("create %s: %v / %v", topic, err, resp.Err)
-	}
+	topicID := createRF3(t, c, topic)
 	stop := make(chan struct{})
 	lp := startLoad(t, c, topic, stop)
 	waitAcks(t, lp, 300)
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	controller := c.controller(ctx, 1)
 	cancel()
 	p := int32(-1)
@@ -299,13 +294,7 @@ func runNetworkPartition(t *testing.T, which string) {
 	other := 1 + leader%3
 	// The probe's produces are acknowledged while nothing is cut: its
 	// silence later is the partition's doing.
-	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-	tds, err := kadm.NewClient(c.client()).ListTopics(ctx, topic)
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	probe := probeLeader(c, leader, topic, tds[topic].ID, p)
+	probe := probeLeader(c, leader, topic, topicID, p)
 	if !poll(30*time.Second, func() bool { return probe.acked() >= 3 }) {
 		pr := probe.results()
 		t.Fatalf("node %d acknowledged %d of the probe's produces before any cut (%d sent; the first: %v)", leader, probe.acked(), len(pr), pr[0].err)
@@ -333,22 +322,7 @@ func runNetworkPartition(t *testing.T, which string) {
 	n.isolate(leader, false)
 	healed := time.Now()
 
-	var late int
-	lateErrs := map[string]int{}
-	for _, r := range pr {
-		if r.sent.After(tookOver) {
-			late++
-			if r.err != nil {
-				lateErrs[errKind(r.err)]++
-			} else {
-				t.Errorf("the cut-off old leader acknowledged %s at offset %d, sent %v after the new leader took over (answered in %v)",
-					r.value, r.offset, r.sent.Sub(tookOver), r.took)
-			}
-		}
-	}
-	if late == 0 {
-		t.Fatal("the probe sent nothing to the old leader after the take-over: the check above tested nothing")
-	}
+	late, lateErrs := checkNoLateAcks(t, pr, tookOver)
 	waitAcks(t, lp, 300)
 	close(stop)
 	select {
@@ -375,6 +349,43 @@ func runNetworkPartition(t *testing.T, which string) {
 		leader, topic, p, controller, healed.Sub(cut).Round(time.Millisecond), tookOver.Sub(cut).Round(time.Millisecond),
 		len(acked)-probeAcked, failed, len(pr), probeAcked, late, lateErrs,
 		time.Since(healed).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// createRF3 creates topic with 3 partitions of 3 replicas and
+// min.insync.replicas=2 and returns its id.
+func createRF3(t *testing.T, c *cluster, topic string) [16]byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(c.client()).CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("create %s: %v / %v", topic, err, resp.Err)
+	}
+	return resp.ID
+}
+
+// checkNoLateAcks fails the test for every probe sent after tookOver that
+// the old leader acknowledged, and returns how many were sent then and
+// what they were answered.
+func checkNoLateAcks(t *testing.T, pr []probeResult, tookOver time.Time) (int, map[string]int) {
+	t.Helper()
+	late, errs := 0, map[string]int{}
+	for _, r := range pr {
+		if !r.sent.After(tookOver) {
+			continue
+		}
+		late++
+		if r.err != nil {
+			errs[errKind(r.err)]++
+			continue
+		}
+		t.Errorf("the cut-off old leader acknowledged %s at offset %d, sent %v after the new leader took over (answered in %v)",
+			r.value, r.offset, r.sent.Sub(tookOver), r.took)
+	}
+	if late == 0 {
+		t.Fatal("the probe sent nothing to the old leader after the take-over: the check above tested nothing")
+	}
+	return late, errs
 }
 
 // errKind is an error's Kafka name, or its text for other errors.
