@@ -114,6 +114,12 @@ func TestReplicaStateCLI(t *testing.T) {
 	if len(rows) != 1 || rows[0]["ELR"] != "[]" || !strings.HasSuffix(rows[0]["REPLICA-LEO(LAG)"], " "+strings.Join(want, ",")) || rows[0]["HW"] != "20" {
 		t.Fatalf("describe table: %v, want ELR [] and REPLICA-LEO(LAG) %s", rows, strings.Join(want, ","))
 	}
+	// gregor offsets asks every replica too (ListOffsets with the
+	// debugging replica id, which followers answer).
+	rows = tableRows(t, c1.run("offsets", "r"))
+	if len(rows) != 1 || rows[0]["REPLICA-LEOS"] != strings.ReplaceAll(strings.Join(want, ","), "(0)", "") {
+		t.Fatalf("offsets table: %v", rows)
+	}
 	admins := func(ids ...int32) string {
 		var a []string
 		for _, id := range ids {
