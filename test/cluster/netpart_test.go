@@ -323,6 +323,8 @@ func runNetworkPartition(t *testing.T, which string) {
 	healed := time.Now()
 
 	late, lateErrs := checkNoLateAcks(t, pr, tookOver)
+	isrBack := waitISRFrom(t, c, other, topic, 3)
+	waitFullISR(t, c, topic, 3)
 	waitAcks(t, lp, 300)
 	close(stop)
 	select {
@@ -340,15 +342,48 @@ func runNetworkPartition(t *testing.T, which string) {
 			probeAcked++
 		}
 	}
-	waitFullISR(t, c, topic, 3)
 	checkReadBack(t, c, topic, acked)
 	checkReplicasEqual(t, c, topic, 3)
 	t.Logf("node %d (leader of %s-%d; controller before the cut: node %d) cut off for %v; new leader seen %v after the cut; "+
 		"load: %d acknowledged, %d failed; probe to the old leader: %d sent, %d acknowledged (all before the take-over), "+
-		"%d sent after it, answered %v; whole ISR and equal replicas %v after healing; test %v",
+		"%d sent after it, answered %v; the ISR whole again %v after healing; test %v",
 		leader, topic, p, controller, healed.Sub(cut).Round(time.Millisecond), tookOver.Sub(cut).Round(time.Millisecond),
 		len(acked)-probeAcked, failed, len(pr), probeAcked, late, lateErrs,
-		time.Since(healed).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+		isrBack.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// waitISRFrom waits until node via's metadata (not the healed old
+// leader's, which may still show its own stale view) has every
+// partition's ISR whole, asking over a fresh connection each time (one
+// opened before the heal may hang), and returns how long that took.
+func waitISRFrom(t *testing.T, c *cluster, via int32, topic string, parts int32) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	if !poll(60*time.Second, func() bool {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.node(via).client))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		m, err := kadm.NewClient(cl).Metadata(ctx, topic)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		for p := range parts {
+			if pd := m.Topics[topic].Partitions[p]; len(pd.ISR) != 3 {
+				last = fmt.Sprintf("partition %d ISR %v", p, pd.ISR)
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("node %d does not see the ISR whole again: %s", via, last)
+	}
+	return time.Since(start)
 }
 
 // createRF3 creates topic with 3 partitions of 3 replicas and
