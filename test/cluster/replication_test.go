@@ -35,9 +35,15 @@ type loadProducer struct {
 }
 
 func startLoad(t *testing.T, c *cluster, topic string, stop <-chan struct{}) *loadProducer {
-	cl := c.client(kgo.RecordRetries(1000), kgo.RequiredAcks(kgo.AllISRAcks()),
+	return startLoadPaced(t, c, topic, stop, 200, 5*time.Millisecond)
+}
+
+// startLoadPaced is startLoad pausing pause after every burst records,
+// with extra client options.
+func startLoadPaced(t *testing.T, c *cluster, topic string, stop <-chan struct{}, burst int, pause time.Duration, opts ...kgo.Opt) *loadProducer {
+	cl := c.client(append([]kgo.Opt{kgo.RecordRetries(1000), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProduceRequestTimeout(10*time.Second), kgo.RecordDeliveryTimeout(60*time.Second),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(2000))
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(2000)}, opts...)...)
 	lp := &loadProducer{acked: map[string]ackedAt{}, done: make(chan struct{})}
 	go func() {
 		defer close(lp.done)
@@ -62,8 +68,8 @@ func startLoad(t *testing.T, c *cluster, topic string, stop <-chan struct{}) *lo
 				lp.acked[v] = ackedAt{r.Partition, r.Offset}
 				lp.n.Add(1)
 			})
-			if i%200 == 199 {
-				time.Sleep(5 * time.Millisecond) // a steady load, not a flood
+			if i%burst == burst-1 {
+				time.Sleep(pause) // a steady load, not a flood
 			}
 		}
 	}()
