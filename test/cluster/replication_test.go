@@ -41,9 +41,10 @@ func startLoad(t *testing.T, c *cluster, topic string, stop <-chan struct{}) *lo
 // startLoadPaced is startLoad pausing pause after every burst records,
 // with extra client options.
 func startLoadPaced(t *testing.T, c *cluster, topic string, stop <-chan struct{}, burst int, pause time.Duration, opts ...kgo.Opt) *loadProducer {
-	cl := c.client(append([]kgo.Opt{kgo.RecordRetries(1000), kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProduceRequestTimeout(10*time.Second), kgo.RecordDeliveryTimeout(60*time.Second),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(2000)}, opts...)...)
+	base := []kgo.Opt{kgo.RecordRetries(1000), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProduceRequestTimeout(10 * time.Second), kgo.RecordDeliveryTimeout(60 * time.Second),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(2000)}
+	cl := c.client(append(base, opts...)...)
 	lp := &loadProducer{acked: map[string]ackedAt{}, done: make(chan struct{})}
 	go func() {
 		defer close(lp.done)
