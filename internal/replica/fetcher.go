@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"strings"
 	"sync"
 	"time"
 
@@ -494,6 +495,12 @@ func (f *fetcher) appendRecords(sp *sentPart, records []byte) bool {
 		// start again from where the log ends.
 		f.reset(sp, "the log moved under the fetch")
 		return false
+	case errors.Is(err, log.ErrNoSpace):
+		// A full log dir is not a failed one: fetch again after the
+		// backoff, and still follow the leader's log start offset, which
+		// DeleteRecords or retention there moves to free this disk too.
+		f.noSpace(sp, err)
+		return true
 	case err != nil:
 		f.fail(sp, err)
 		return false
@@ -671,6 +678,28 @@ func (f *fetcher) backoff(sp *sentPart, err error) {
 		sp.st.delayUntil, sp.st.lastErr = f.clock().Now().Add(f.cfg().Backoff), err.Error()
 	}
 }
+
+// noSpace retries p from its log end after replica.fetch.backoff.ms: its
+// log dir had no room for the leader's records (the log cut back what did
+// not fit). The follower falls behind and leaves the ISR after
+// replica.lag.time.max.ms; once space is freed it catches up and rejoins,
+// as a follower whose fetches failed for any retriable reason.
+func (f *fetcher) noSpace(sp *sentPart, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.parts[sp.p] != sp.st {
+		return
+	}
+	if !strings.HasPrefix(sp.st.lastErr, noSpacePrefix) {
+		f.fs.r.logger.Warn("no space for the leader's records; fetching again after the backoff until space is freed",
+			"partition", sp.p.TP, "leader", f.id.source, "err", err)
+	}
+	sp.st.fetchOffset, sp.st.lastFetchedEpoch = sp.p.Log.LogEndOffset(), sp.p.Log.LatestEpoch()
+	sp.st.delayUntil, sp.st.lastErr = f.clock().Now().Add(f.cfg().Backoff), noSpacePrefix+err.Error()
+}
+
+// noSpacePrefix marks a fetch state's last error as a full log dir's.
+const noSpacePrefix = "no space: "
 
 // fail stops fetching p until new metadata re-adds it: its log failed (the
 // log dir is offline) or refused the leader's records.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 
@@ -35,17 +36,19 @@ type loadProducer struct {
 }
 
 func startLoad(t *testing.T, c *cluster, topic string, stop <-chan struct{}) *loadProducer {
-	return startLoadPaced(t, c, topic, stop, 200, 5*time.Millisecond)
+	return startLoadPaced(t, c, topic, stop, 200, 5*time.Millisecond, 0)
 }
 
 // startLoadPaced is startLoad pausing pause after every burst records,
-// with extra client options.
-func startLoadPaced(t *testing.T, c *cluster, topic string, stop <-chan struct{}, burst int, pause time.Duration, opts ...kgo.Opt) *loadProducer {
+// each record's value padded by pad random (incompressible) bytes, with
+// extra client options.
+func startLoadPaced(t *testing.T, c *cluster, topic string, stop <-chan struct{}, burst int, pause time.Duration, pad int, opts ...kgo.Opt) *loadProducer {
 	base := []kgo.Opt{kgo.RecordRetries(1000), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProduceRequestTimeout(10 * time.Second), kgo.RecordDeliveryTimeout(60 * time.Second),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(2000)}
 	cl := c.client(append(base, opts...)...)
 	lp := &loadProducer{acked: map[string]ackedAt{}, done: make(chan struct{})}
+	rng := rand.New(rand.NewPCG(1, 2))
 	go func() {
 		defer close(lp.done)
 		var wg sync.WaitGroup
@@ -57,6 +60,13 @@ func startLoadPaced(t *testing.T, c *cluster, topic string, stop <-chan struct{}
 			default:
 			}
 			v := fmt.Sprintf("r%07d", i)
+			if pad > 0 {
+				b := make([]byte, pad)
+				for j := range b {
+					b[j] = byte(rng.Uint32())
+				}
+				v += string(b)
+			}
 			wg.Add(1)
 			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
 				defer wg.Done()

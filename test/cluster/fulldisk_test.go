@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// mountTmpfs mounts a tmpfs of size at dir (root only) and unmounts it in
+// t.Cleanup, after stopping the processes the cluster runs from it.
+func mountTmpfs(t *testing.T, c *cluster, dir, size string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs at %s: %v %s", dir, err, out)
+	}
+	t.Cleanup(func() {
+		for _, nd := range c.nodes {
+			nd.kill() // a process with files open on it keeps it busy
+		}
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", dir, err, out)
+		}
+	})
+}
+
+// fillTo writes a ballast file under dir until leave bytes are free on its
+// volume.
+func fillTo(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	n := int64(st.Bavail)*st.Frsize - leave
+	path := filepath.Join(dir, "ballast")
+	if n > 0 {
+		if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+// metricValue reads one gauge from a node's /metrics (-1 when absent).
+func metricValue(t *testing.T, nd *node, name string) float64 {
+	t.Helper()
+	cl := &http.Client{Timeout: 2 * time.Second}
+	resp, err := cl.Get("http://" + nd.admin + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// createFollowedBy creates topic with one partition per assignment
+// (replica lists, the first the preferred leader), min ISR 2 and 1 MiB
+// segments.
+func createFollowedBy(t *testing.T, c *cluster, topic string, assignments ...[]int32) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+	for p, a := range assignments {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = int32(p), a
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	for k, v := range map[string]string{"min.insync.replicas": "2", "segment.bytes": "1048576"} {
+		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
+		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, cfg)
+	}
+	req.Topics = append(req.Topics, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, c.client())
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create %s: error %d %v", topic, code, resp.Topics[0].ErrorMessage)
+	}
+}
+
+// One follower's disk fills up under acks=all load (RF 3, min ISR 2): node
+// 3's log dir is a 48 MiB tmpfs (its metadata log elsewhere: a full
+// metadata log dir is a different failure) filled with a ballast file to a
+// few MiB. The follower's appends are refused for want of space: its log
+// dir reports full, it stays up, it leaves the ISR after
+// replica.lag.time.max.ms (3 s here) and produce goes on, acknowledged by
+// the other two. Once the ballast is removed the follower fetches again by
+// itself, catches up and rejoins the ISR. Every acknowledged record reads
+// back at its offset and the three replicas end byte-identical. Root only
+// (mount).
+func TestReplicationFollowerDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting the follower's small tmpfs needs root")
+	}
+	start := time.Now()
+	base := t.TempDir()
+	mnt := filepath.Join(base, "tmpfs")
+	c := newClusterWith(t, 3, func(c *cluster) {
+		for _, nd := range c.nodes {
+			nd.extra = append(nd.extra, "--set", "replica.lag.time.max.ms=3000")
+		}
+		mountTmpfs(t, c, mnt, "48m")
+		nd := c.node(3)
+		nd.dir = filepath.Join(mnt, "d3")
+		nd.extra = append(nd.extra, "--set", "metadata.log.dir="+filepath.Join(base, "meta3"))
+	})
+	const topic = "fulldisk"
+	createFollowedBy(t, c, topic, []int32{1, 2, 3}, []int32{2, 1, 3})
+	waitFullISR(t, c, topic, 2)
+	ballast := fillTo(t, mnt, 8<<20)
+	stop := make(chan struct{})
+	// ~1.3 MB/s offered: the 8 MiB left fill in a few seconds.
+	loadStart := time.Now()
+	lp := startLoadPaced(t, c, topic, stop, 20, 15*time.Millisecond, 1000)
+	waitAcks(t, lp, 300)
+	nd3 := c.node(3)
+	if !poll(60*time.Second, func() bool { return metricValue(t, nd3, "gregor_log_dir_full") == 1 }) {
+		t.Fatalf("node 3's log dir never reported full (gregor_log_dir_full %v)", metricValue(t, nd3, "gregor_log_dir_full"))
+	}
+	full, ackedAtFull := time.Now(), lp.n.Load()
+	var shrunk time.Duration
+	if !poll(30*time.Second, func() bool {
+		for p := range int32(2) {
+			if _, isr := leaderOf(t, c, topic, p); slices.Contains(isr, 3) {
+				return false
+			}
+		}
+		shrunk = time.Since(full)
+		return true
+	}) {
+		t.Fatalf("node 3 still in an ISR 30s after its disk filled")
+	}
+	waitAcks(t, lp, 300) // acks=all goes on with two in sync
+	if !nd3.running() {
+		t.Fatalf("node 3 exited on a full disk: %v", nd3.waitErr)
+	}
+	ackedFull := lp.n.Load()
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	// Timed from a fresh client each poll: kgo answers a metadata
+	// request from its cache for up to MetadataMinAge (5 s).
+	rejoined := waitISRFrom(t, c, 1, topic, 2)
+	waitAcks(t, lp, 300)
+	close(stop)
+	select {
+	case <-lp.done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the producer did not finish within 90s")
+	}
+	lp.mu.Lock()
+	acked, failed := lp.acked, lp.failed
+	lp.mu.Unlock()
+	checkReadBack(t, c, topic, acked)
+	checkReplicasEqual(t, c, topic, 2)
+	if v := metricValue(t, nd3, "gregor_log_dir_full"); v != 0 {
+		t.Errorf("node 3's log dir still reports full (%v) after catching up", v)
+	}
+	t.Logf("node 3's 48 MiB log dir full %v after the load started (%d acknowledged); out of the ISR %v later; %d acknowledged when the space was freed; "+
+		"ISR whole %v after freeing space; %d records acknowledged, %d failed; test %v",
+		full.Sub(loadStart).Round(time.Millisecond), ackedAtFull, shrunk.Round(time.Millisecond), ackedFull,
+		rejoined.Round(time.Millisecond), len(acked), failed, time.Since(start).Round(time.Millisecond))
+}
