@@ -16,7 +16,8 @@ import (
 
 // produceErrLog is a kgo logger that counts the errors the producer's
 // requests and batches were answered (kgo retries them without failing a
-// record, so only its log shows them).
+// record, so only its log shows them), NOT_LEADER_OR_FOLLOWER answers
+// naming the new leader included.
 type produceErrLog struct {
 	mu    sync.Mutex
 	kinds map[string]int
@@ -27,7 +28,15 @@ type produceErrLog struct {
 func (l *produceErrLog) Level() kgo.LogLevel { return kgo.LogLevelInfo }
 
 func (l *produceErrLog) Log(_ kgo.LogLevel, msg string, keyvals ...any) {
-	if !strings.Contains(msg, "produce") && !strings.Contains(msg, "batch") {
+	if strings.Contains(msg, "kip-951 not_leader_for_partition") {
+		// Answered NOT_LEADER_OR_FOLLOWER with the new leader (KIP-951):
+		// kgo moves the partition there at once, logging no err.
+		l.mu.Lock()
+		l.kinds["NOT_LEADER_OR_FOLLOWER with the new leader (KIP-951)"]++
+		l.mu.Unlock()
+		return
+	}
+	if !strings.Contains(msg, "produc") && !strings.Contains(msg, "batch") {
 		return
 	}
 	for i := 0; i+1 < len(keyvals); i += 2 {
