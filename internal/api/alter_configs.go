@@ -170,12 +170,7 @@ func controllerAlterConfigs(ctx context.Context, h *ControllerHandler, kr kmsg.R
 	if len(cr.Resources) > 0 {
 		out, idx, err := h.d.Controller.AlterConfigs(ctx, cr)
 		index = idx
-		for j, i := range at {
-			errs[i] = err
-			if err == nil {
-				errs[i] = out.Resources[j].Err
-			}
-		}
+		spreadErrs(errs, at, err, func(j int) error { return out.Resources[j].Err })
 	}
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	for i, rr := range req.Resources {
@@ -185,6 +180,18 @@ func controllerAlterConfigs(ctx context.Context, h *ControllerHandler, kr kmsg.R
 		resp.Resources = append(resp.Resources, sr)
 	}
 	return resp, index, nil
+}
+
+// spreadErrs puts a controller call's answer into errs, where at[j] is the
+// place in the request of the j-th resource sent: err for every one of them
+// when the call failed, else each resource's own error.
+func spreadErrs(errs []error, at []int, err error, resourceErr func(j int) error) {
+	for j, i := range at {
+		errs[i] = err
+		if err == nil {
+			errs[i] = resourceErr(j)
+		}
+	}
 }
 
 // failAlterConfigs answers every resource with code.

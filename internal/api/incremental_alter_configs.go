@@ -182,12 +182,7 @@ func controllerIncrementalAlterConfigs(ctx context.Context, h *ControllerHandler
 	if len(cr.Resources) > 0 {
 		out, idx, err := h.d.Controller.IncrementalAlterConfigs(ctx, cr)
 		index = idx
-		for j, i := range at {
-			errs[i] = err
-			if err == nil {
-				errs[i] = out.Resources[j].Err
-			}
-		}
+		spreadErrs(errs, at, err, func(j int) error { return out.Resources[j].Err })
 	}
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	for i, rr := range req.Resources {
