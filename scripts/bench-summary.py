@@ -31,6 +31,9 @@ COLS = [
     ("disk_bytes_per_byte", "disk B/B", 8, 2),
     ("inflight_requests_avg", "inflight", 8, 2),
     ("peak_rss_mib", "RSS MiB", 7, 0),
+    ("client_cpu_s_per_gib", "cl CPU/GiB", 10, 2),
+    ("machine_busy_cores", "busy cores", 10, 2),
+    ("device_write_mib_per_sec", "dev MiB/s", 9, 1),
 ]
 # rawlog names some figures differently.
 RAW = {"mib_per_server_cpu_s": "mib_per_cpu_s", "latency_p50_ms": "latency_p50_ms",
@@ -39,6 +42,9 @@ PAIRS = [("gregor", "kfake"), ("gregor", "kfake-sync"), ("gregor-nofsync", "kfak
 
 
 def field(r, k):
+    if k == "client_cpu_s_per_gib":
+        c, mib = r.get("client_cpu_s"), r.get("mib_per_sec", 0) * r.get("seconds", 0)
+        return c / mib * 1024 if c and mib else None
     if r["server"] == "raw":
         k = RAW.get(k, k)
     return r.get(k)

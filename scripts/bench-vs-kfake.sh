@@ -19,7 +19,10 @@
 # wrote to storage (/proc/<pid>/io write_bytes) at the start and the end of
 # the measured window, and for Gregor its gregor_network_inflight_requests
 # histogram (requests in flight per connection, on average); the script reads
-# the peak RSS (VmHWM) at the end of each run.
+# the peak RSS (VmHWM) at the end of each run. It also reads the machine over
+# the window: its own CPU time, how many cores were busy (every process), and
+# what reached the block devices (/proc/diskstats), so a run bounded by the
+# machine shows it.
 #
 # Servers ($SERVERS, default all, in this order every round):
 #   gregor          Gregor's defaults: acks are sent after fsync (gregor.ack.fsync=true)
@@ -27,8 +30,10 @@
 #   gregor-nofsync  Gregor with gregor.ack.fsync=false: Kafka's (and kfake's) durability
 #   kfake-sync      kfake with a DataDir and SyncWrites: fsync per batch, Gregor's durability
 #   raw             test/peers/rawlog: the same shapes as raw system calls, no broker
-#                   (pipelined pwrite + group-committed fdatasync for 1KiB-1p and
-#                   1KiB-5000rps, sendfile of a file to a reader for consume-1cl)
+#                   (pipelined pwrite + group-committed fdatasync for 1KiB-1p,
+#                   100B-1p and 1KiB-5000rps; 8 files written at once for 1KiB-8p-8cl,
+#                   five requests per file outstanding;
+#                   sendfile of a file to a reader for consume-1cl)
 #
 # Output: one JSON line per run in $OUT (default /tmp/gregor-bench.jsonl),
 # then per workload and server the medians over the rounds, and the paired
@@ -132,6 +137,8 @@ run_raw() { # workload round: the raw system-call floor of the same shape
   local w=$1 rnd=$2 r
   case "$w" in
   1KiB-1p) r=$("$BIN/rawlog" append -size 1024 -warmup "$WARMUP" -duration "$DURATION") ;;
+  100B-1p) r=$("$BIN/rawlog" append -size 100 -warmup "$WARMUP" -duration "$DURATION") ;;
+  1KiB-8p-8cl) r=$("$BIN/rawlog" append -size 1024 -files 8 -inflight 5 -warmup "$WARMUP" -duration "$DURATION") ;;
   1KiB-5000rps) r=$("$BIN/rawlog" append -size 1024 -rate 5000 -warmup "$WARMUP" -duration "$DURATION") ;;
   consume) r=$("$BIN/rawlog" serve -mb 1024 -rounds 2); w=consume-1cl ;;
   *) return 0 ;;

@@ -44,6 +44,16 @@ type benchResult struct {
 	ServerWriteBytes      int64   `json:"server_write_bytes,omitempty"`
 	DiskBytesPerByte      float64 `json:"disk_bytes_per_byte,omitempty"`
 	InflightRequestsAvg   float64 `json:"inflight_requests_avg,omitempty"`
+	// The machine over the same window: the bench client's own CPU time,
+	// how many of the machine's cores were busy on average (every process,
+	// /proc/stat), and what reached the block devices (/proc/diskstats:
+	// bytes written and fsynced through, not page-cache writes still
+	// dirty), per second and per byte produced.
+	ClientCPUSeconds        float64 `json:"client_cpu_s,omitempty"`
+	MachineCores            int     `json:"machine_cores,omitempty"`
+	MachineBusyCores        float64 `json:"machine_busy_cores,omitempty"`
+	DeviceWriteMiBPerS      float64 `json:"device_write_mib_per_sec,omitempty"`
+	DeviceWriteBytesPerByte float64 `json:"device_write_bytes_per_byte,omitempty"`
 	// ProduceStages splits a Gregor produce request's time over the
 	// window (Kafka's request stages, and the fsyncs waited for).
 	ProduceStages []StageFigures `json:"produce_stages,omitempty"`
@@ -345,6 +355,10 @@ func printBench(w io.Writer, format string, r benchResult) error {
 	if r.ServerCPUSeconds > 0 {
 		fmt.Fprintf(w, "broker: %.2f CPU-s, %.0f MiB per CPU-s, %.2f bytes written to storage per byte\n",
 			r.ServerCPUSeconds, r.MiBPerServerCPUSecond, r.DiskBytesPerByte)
+	}
+	if r.MachineCores > 0 {
+		fmt.Fprintf(w, "machine: %.2f of %d cores busy, bench client %.2f CPU-s, block devices wrote %.1f MiB/s (%.2f bytes per byte)\n",
+			r.MachineBusyCores, r.MachineCores, r.ClientCPUSeconds, r.DeviceWriteMiBPerS, r.DeviceWriteBytesPerByte)
 	}
 	if r.InflightRequestsAvg > 0 {
 		fmt.Fprintf(w, "requests in flight per connection: %.2f on average\n", r.InflightRequestsAvg)

@@ -32,6 +32,10 @@ type serverSample struct {
 	// stageHistograms), by name.
 	hist              map[string]histogram
 	procOK, metricsOK bool
+	// machine is what the whole machine did: it tells a run bounded by
+	// the machine (every core busy, or the disk at its bandwidth) from
+	// one bounded by a server.
+	machine machineSample
 }
 
 // histogram is a Prometheus histogram as scraped: cumulative bucket counts
@@ -75,7 +79,7 @@ const userHZ = 100
 // its in-flight request histogram from /metrics; what cannot be read is
 // left out (ok flags false).
 func sampleServer(pid int, metricsURL string) serverSample {
-	s := serverSample{at: time.Now()}
+	s := serverSample{at: time.Now(), machine: sampleMachine()}
 	if pid > 0 {
 		s.cpu, s.writeBytes, s.procOK = readProc(pid)
 	}
@@ -219,6 +223,7 @@ func (r *benchResult) window(from, to serverSample, bytes int64) {
 	if from.metricsOK && to.metricsOK && to.inflightCount > from.inflightCount {
 		r.InflightRequestsAvg = round3((to.inflightSum - from.inflightSum) / (to.inflightCount - from.inflightCount))
 	}
+	r.machineWindow(from.machine, to.machine, bytes, to.at.Sub(from.at).Seconds())
 	if r.Mode == "produce" && from.metricsOK && to.metricsOK {
 		r.ProduceStages = stages(from, to)
 	}

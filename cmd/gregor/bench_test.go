@@ -43,7 +43,33 @@ func TestBenchProduceReportsTheBrokersStages(t *testing.T) {
 	if got["fsync"].Count == 0 {
 		t.Errorf("no fsync counted under acks=all with gregor.ack.fsync: %+v", r.ProduceStages)
 	}
+	// The machine's figures: the client's CPU and the busy cores (every
+	// process) over the window.
+	if r.MachineCores < 1 || r.MachineBusyCores <= 0 || r.MachineBusyCores > float64(r.MachineCores)+0.01 || r.ClientCPUSeconds <= 0 {
+		t.Errorf("machine figures: %d cores, %.2f busy, client %.3f CPU-s", r.MachineCores, r.MachineBusyCores, r.ClientCPUSeconds)
+	}
 	if b, err := json.Marshal(r.ProduceStages); err == nil {
 		t.Logf("stages: %s", b)
+	}
+}
+
+// The machine's figures over a window are the differences of two samples:
+// busy cores is the busy share of every core's ticks times the cores, and
+// the block devices' bytes are sectors of 512 bytes whatever the device.
+func TestMachineWindow(t *testing.T) {
+	from := machineSample{selfCPU: 1, busyTicks: 1000, ticks: 2000, sectorsWritten: 100, cores: 2, selfOK: true, statOK: true, diskOK: true}
+	to := machineSample{selfCPU: 2.5, busyTicks: 1300, ticks: 2400, sectorsWritten: 100 + 4*2048, cores: 2, selfOK: true, statOK: true, diskOK: true}
+	var r benchResult
+	r.machineWindow(from, to, 2<<20, 2)
+	if r.ClientCPUSeconds != 1.5 || r.MachineCores != 2 || r.MachineBusyCores != 1.5 ||
+		r.DeviceWriteMiBPerS != 2 || r.DeviceWriteBytesPerByte != 2 {
+		t.Errorf("got client %v CPU-s, %v of %d cores busy, %v MiB/s, %v bytes per byte; want 1.5, 1.5 of 2, 2, 2",
+			r.ClientCPUSeconds, r.MachineBusyCores, r.MachineCores, r.DeviceWriteMiBPerS, r.DeviceWriteBytesPerByte)
+	}
+	// A sample that could not be read leaves its figures out.
+	var none benchResult
+	none.machineWindow(machineSample{}, to, 2<<20, 2)
+	if none.MachineCores != 0 || none.DeviceWriteMiBPerS != 0 || none.ClientCPUSeconds != 0 {
+		t.Errorf("figures from an unread sample: %+v", none)
 	}
 }
