@@ -38,14 +38,15 @@ COLS = [
 # rawlog names some figures differently.
 RAW = {"mib_per_server_cpu_s": "mib_per_cpu_s", "latency_p50_ms": "latency_p50_ms",
        "latency_p99_ms": "latency_p99_ms"}
-PAIRS = [("gregor", "kfake"), ("gregor", "kfake-sync"), ("gregor-nofsync", "kfake"), ("gregor", "raw")]
+PAIRS = [("gregor", "kfake"), ("gregor", "kfake-sync"), ("gregor-nofsync", "kfake"), ("gregor", "raw"),
+         ("gregor", "gregor-nofsync"), ("raw", "raw-nosync")]
 
 
 def field(r, k):
     if k == "client_cpu_s_per_gib":
         c, mib = r.get("client_cpu_s"), r.get("mib_per_sec", 0) * r.get("seconds", 0)
         return c / mib * 1024 if c and mib else None
-    if r["server"] == "raw":
+    if r["server"].startswith("raw"):
         k = RAW.get(k, k)
     return r.get(k)
 

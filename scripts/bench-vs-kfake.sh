@@ -34,6 +34,8 @@
 #                   100B-1p and 1KiB-5000rps; 8 files written at once for 1KiB-8p-8cl,
 #                   five requests per file outstanding;
 #                   sendfile of a file to a reader for consume-1cl)
+#   raw-nosync      the same appends answered once written, never fdatasynced: with
+#                   raw, what durability itself costs on this machine
 #
 # Output: one JSON line per run in $OUT (default /tmp/gregor-bench.jsonl),
 # then per workload and server the medians over the rounds, and the paired
@@ -133,24 +135,31 @@ run_broker() { # server workload round
   rm -rf "$dir" "$dir.log"
 }
 
-run_raw() { # workload round: the raw system-call floor of the same shape
-  local w=$1 rnd=$2 r
+run_raw() { # server workload round: the raw system-call floor of the same shape
+  local name=$1 w=$2 rnd=$3 r
+  local app=("$BIN/rawlog" append -warmup "$WARMUP" -duration "$DURATION")
+  [ "$name" = raw-nosync ] && app+=(-nosync)
   case "$w" in
-  1KiB-1p) r=$("$BIN/rawlog" append -size 1024 -warmup "$WARMUP" -duration "$DURATION") ;;
-  100B-1p) r=$("$BIN/rawlog" append -size 100 -warmup "$WARMUP" -duration "$DURATION") ;;
-  1KiB-8p-8cl) r=$("$BIN/rawlog" append -size 1024 -files 8 -inflight 5 -warmup "$WARMUP" -duration "$DURATION") ;;
-  1KiB-5000rps) r=$("$BIN/rawlog" append -size 1024 -rate 5000 -warmup "$WARMUP" -duration "$DURATION") ;;
-  consume) r=$("$BIN/rawlog" serve -mb 1024 -rounds 2); w=consume-1cl ;;
+  1KiB-1p) r=$("${app[@]}" -size 1024) ;;
+  100B-1p) r=$("${app[@]}" -size 100) ;;
+  1KiB-8p-8cl) r=$("${app[@]}" -size 1024 -files 8 -inflight 5) ;;
+  1KiB-5000rps) r=$("${app[@]}" -size 1024 -rate 5000) ;;
+  consume)
+    [ "$name" = raw ] || return 0
+    r=$("$BIN/rawlog" serve -mb 1024 -rounds 2); w=consume-1cl ;;
   *) return 0 ;;
   esac
-  emit raw "$w" "$rnd" "$r"
+  emit "$name" "$w" "$rnd" "$r"
 }
 
 for round in $(seq "$ROUNDS"); do
   echo "round $round: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   for w in $WORKLOADS; do
     for server in $SERVERS; do
-      if [ "$server" = raw ]; then run_raw "$w" "$round"; else run_broker "$server" "$w" "$round"; fi
+      case "$server" in
+      raw|raw-nosync) run_raw "$server" "$w" "$round" ;;
+      *) run_broker "$server" "$w" "$round" ;;
+      esac
     done
   done
 done

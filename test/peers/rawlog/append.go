@@ -20,6 +20,7 @@ type appendLog struct {
 	durable int64 // bytes covered by a finished fdatasync
 	syncs   int64
 	stop    bool
+	nosync  bool // written is durable: no fdatasync
 	exited  chan struct{}
 }
 
@@ -37,6 +38,11 @@ func (l *appendLog) syncLoop() {
 			return
 		}
 		target := l.end
+		if l.nosync {
+			l.durable = target
+			l.cond.Broadcast()
+			continue
+		}
 		l.mu.Unlock()
 		if err := syscall.Fdatasync(int(l.f.Fd())); err != nil {
 			panic(err)
@@ -55,6 +61,7 @@ type appendResult struct {
 	Inflight         int     `json:"inflight"`
 	Files            int     `json:"files"`
 	Rate             int     `json:"rate"`
+	NoSync           bool    `json:"nosync,omitempty"`
 	Records          int64   `json:"records"`
 	MiBPerS          float64 `json:"mib_per_sec"`
 	SyncsPerS        float64 `json:"fdatasyncs_per_sec"`
@@ -71,6 +78,7 @@ type appendSpec struct {
 	dir                   string
 	size, batch, inflight int
 	rate                  int
+	nosync                bool
 	start, t0, t1         time.Time
 }
 
@@ -90,12 +98,13 @@ func appendCmd(args []string) error {
 	inflight := fs.Int("inflight", 5, "requests outstanding at most, per file")
 	files := fs.Int("files", 1, "files written at once, each by its own client with its own group commit (partitions)")
 	rate := fs.Int("rate", 0, "records per second per file (0: as fast as they are answered)")
+	nosync := fs.Bool("nosync", false, "answer requests once written, without fdatasync (kfake's and Kafka's durability)")
 	warmup := fs.Duration("warmup", 2*time.Second, "time before measuring")
 	duration := fs.Duration("duration", 8*time.Second, "time measured")
 	fs.Parse(args)
 
 	start := time.Now()
-	spec := appendSpec{dir: *dir, size: *size, batch: *batch, inflight: *inflight, rate: *rate,
+	spec := appendSpec{dir: *dir, size: *size, batch: *batch, inflight: *inflight, rate: *rate, nosync: *nosync,
 		start: start, t0: start.Add(*warmup), t1: start.Add(*warmup + *duration)}
 	results := make([]streamResult, *files)
 	var wg sync.WaitGroup
@@ -121,7 +130,7 @@ func appendCmd(args []string) error {
 	}
 	secs := duration.Seconds()
 	bytes := float64(measured) * float64(*size)
-	res := appendResult{Mode: "append", Size: *size, Batch: *batch, Inflight: *inflight, Files: *files, Rate: *rate,
+	res := appendResult{Mode: "append", Size: *size, Batch: *batch, Inflight: *inflight, Files: *files, Rate: *rate, NoSync: *nosync,
 		Records: measured, MiBPerS: bytes / (1 << 20) / secs, SyncsPerS: float64(syncs) / secs, CPUSeconds: cpu1 - cpu0}
 	if syncs > 0 {
 		res.RecordsPerSync = float64(measured) / float64(syncs)
@@ -150,7 +159,7 @@ func (sp appendSpec) stream() (res streamResult) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	l := &appendLog{f: f, exited: make(chan struct{})}
+	l := &appendLog{f: f, exited: make(chan struct{}), nosync: sp.nosync}
 	l.cond.L = &l.mu
 	go l.syncLoop()
 
