@@ -28,6 +28,9 @@ COLS = [
     ("mib_per_server_cpu_s", "MiB/CPU-s", 9, 0),
     ("latency_p50_ms", "p50 ms", 8, 2),
     ("latency_p99_ms", "p99 ms", 8, 2),
+    ("send_lag_p99_ms", "lag p99", 8, 2),
+    ("fdatasync_p99_ms", "sync p99", 8, 2),
+    ("fdatasync_max_ms", "sync max", 8, 2),
     ("disk_bytes_per_byte", "disk B/B", 8, 2),
     ("inflight_requests_avg", "inflight", 8, 2),
     ("peak_rss_mib", "RSS MiB", 7, 0),
@@ -94,11 +97,12 @@ def stages(agg):
             if name in per:
                 mean = med([st["mean_ms"] for st in per[name]])
                 p99 = med([st["p99_le_ms"] for st in per[name]])
-                cells.append(f"{name} {mean:.3f}/{p99:g}")
+                top = med([st.get("max_le_ms") for st in per[name]])
+                cells.append(f"{name} {mean:.3f}/{p99:g}" + ("" if top is None else f"/{top:g}"))
         lines.append(f"{w:14} {s:15} " + "  ".join(cells))
     if lines:
         print()
-        print("Gregor's produce stages, ms: mean/p99 bucket bound (the stages add up to total; fsync: the flushes acks waited for)")
+        print("Gregor's produce stages, ms: mean/p99 bucket bound/max bucket bound (the stages add up to total; fsync: the flushes acks waited for)")
         print("\n".join(lines))
 
 

@@ -34,6 +34,11 @@ type benchResult struct {
 	LatencyP99Ms float64 `json:"latency_p99_ms,omitempty"`
 	LatencyP999  float64 `json:"latency_p999_ms,omitempty"`
 	LatencyMaxMs float64 `json:"latency_max_ms,omitempty"`
+	// SendLag is, at a fixed rate, how late the generator handed records
+	// to the client after their intended send times (its wake-ups on a
+	// busy machine): part of the latency above that no broker causes.
+	SendLagP50Ms float64 `json:"send_lag_p50_ms,omitempty"`
+	SendLagP99Ms float64 `json:"send_lag_p99_ms,omitempty"`
 	// Clients is how many clients produced or consumed at once.
 	Clients int `json:"clients"`
 	// The broker over the measured window, with --server-pid (its CPU
@@ -351,6 +356,9 @@ func printBench(w io.Writer, format string, r benchResult) error {
 		r.Mode, r.Topic, r.Records, r.RecordSize, r.Seconds, r.RecordsPerS, r.MiBPerS, r.Errors)
 	if r.Mode == "produce" {
 		fmt.Fprintf(w, "latency ms: p50 %.2f  p99 %.2f  p99.9 %.2f  max %.2f\n", r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyP999, r.LatencyMaxMs)
+		if r.SendLagP99Ms > 0 {
+			fmt.Fprintf(w, "generator's send lag ms (in the latency, not the broker's): p50 %.2f  p99 %.2f\n", r.SendLagP50Ms, r.SendLagP99Ms)
+		}
 	}
 	if r.ServerCPUSeconds > 0 {
 		fmt.Fprintf(w, "broker: %.2f CPU-s, %.0f MiB per CPU-s, %.2f bytes written to storage per byte\n",

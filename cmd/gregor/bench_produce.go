@@ -30,9 +30,13 @@ type produceRun struct {
 
 // produceStats gathers the acknowledgements of a run.
 type produceStats struct {
-	mu       sync.Mutex
-	lat      []int64 // ack latency from the intended send time, ns
-	acked    int64   // acknowledged in the measured window
+	mu  sync.Mutex
+	lat []int64 // ack latency from the intended send time, ns
+	// late is how long after its intended send time each record of a
+	// fixed-rate run was handed to the client, ns: the generator's own
+	// wake-up delay, which the latency includes and no broker causes.
+	late     []int64
+	acked    int64 // acknowledged in the measured window
 	errs     int64
 	firstErr error
 }
@@ -92,7 +96,7 @@ func runProduce(ctx context.Context, clients []*kgo.Client, run produceRun, prog
 		Bytes: st.acked * int64(run.size), Seconds: seconds, Errors: st.errs}
 	res.RecordsPerS = float64(res.Records) / seconds
 	res.MiBPerS = float64(res.Bytes) / seconds / (1 << 20)
-	res.latencies(st.lat)
+	res.latencies(st.lat, st.late)
 	res.window(samples[0], samples[1], res.Bytes)
 	if st.firstErr != nil {
 		fmt.Fprintf(progress, "first produce error: %v\n", st.firstErr)
@@ -129,6 +133,12 @@ func produceFrom(ctx context.Context, cl *kgo.Client, c, n int, run produceRun, 
 			}
 			produced.Add(1)
 		}
+		if interval > 0 && !intended.Before(t0) {
+			late := int64(time.Since(intended))
+			st.mu.Lock()
+			st.late = append(st.late, late)
+			st.mu.Unlock()
+		}
 		inflight.Add(1)
 		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
 			defer inflight.Done()
@@ -151,15 +161,21 @@ func produceFrom(ctx context.Context, cl *kgo.Client, c, n int, run produceRun, 
 	}
 }
 
-// latencies fills in the percentiles of lat (ns).
-func (r *benchResult) latencies(lat []int64) {
+// latencies fills in the percentiles of lat and late (ns).
+func (r *benchResult) latencies(lat, late []int64) {
+	if len(late) > 0 {
+		slices.Sort(late)
+		r.SendLagP50Ms, r.SendLagP99Ms = pctMs(late, 0.50), pctMs(late, 0.99)
+	}
 	if len(lat) == 0 {
 		return
 	}
 	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6
-	}
-	r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyP999 = pct(0.50), pct(0.99), pct(0.999)
+	r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyP999 = pctMs(lat, 0.50), pctMs(lat, 0.99), pctMs(lat, 0.999)
 	r.LatencyMaxMs = float64(lat[len(lat)-1]) / 1e6
+}
+
+// pctMs is the p-quantile of sorted nanoseconds, in milliseconds.
+func pctMs(sorted []int64, p float64) float64 {
+	return float64(sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]) / 1e6
 }

@@ -69,6 +69,10 @@ type StageFigures struct {
 	Count  int64   `json:"count"`
 	MeanMs float64 `json:"mean_ms"`
 	P99Ms  float64 `json:"p99_le_ms"`
+	// MaxMs is the bound of the highest bucket that grew: the slowest
+	// one lies under it. Either is -1 when it lies above the highest
+	// bound (JSON has no infinity).
+	MaxMs float64 `json:"max_le_ms"`
 }
 
 // userHZ is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on Linux
@@ -195,16 +199,25 @@ func stages(from, to serverSample) []StageFigures {
 		if h.ms {
 			unit = 1
 		}
-		st := StageFigures{Stage: h.name, Count: int64(n), MeanMs: round3((b.sum - a.sum) / n * unit), P99Ms: math.Inf(1)}
-		for i := range b.bounds {
-			if b.counts[i]-a.counts[i] >= 0.99*n {
-				st.P99Ms = b.bounds[i] * unit
-				break
-			}
-		}
+		st := StageFigures{Stage: h.name, Count: int64(n), MeanMs: round3((b.sum - a.sum) / n * unit), P99Ms: -1, MaxMs: -1}
+		st.P99Ms, st.MaxMs = bucketBound(a, b, 0.99*n, unit), bucketBound(a, b, n, unit)
 		out = append(out, st)
 	}
 	return out
+}
+
+// bucketBound is the bound, times unit, of the lowest bucket whose growth
+// from a to b reaches want, or -1 if only the +Inf bucket does.
+func bucketBound(a, b histogram, want, unit float64) float64 {
+	for i := range b.bounds {
+		if b.counts[i]-a.counts[i] >= want {
+			if math.IsInf(b.bounds[i], 1) {
+				return -1
+			}
+			return b.bounds[i] * unit
+		}
+	}
+	return -1
 }
 
 // window fills r's server figures from samples at the start and the end of

@@ -19,6 +19,10 @@ func TestBenchProduceReportsTheBrokersStages(t *testing.T) {
 	if r.Records == 0 || r.Errors != 0 {
 		t.Fatalf("bench produced %d records, %d errors", r.Records, r.Errors)
 	}
+	// At a fixed rate the generator reports its own send lag.
+	if r.SendLagP99Ms <= 0 || r.SendLagP99Ms > r.LatencyMaxMs+1 {
+		t.Errorf("send lag p99 %.3f ms (latency max %.3f ms)", r.SendLagP99Ms, r.LatencyMaxMs)
+	}
 	if r.InflightRequestsAvg < 1 {
 		t.Errorf("requests in flight per connection %v, want at least 1", r.InflightRequestsAvg)
 	}

@@ -19,9 +19,13 @@ type appendLog struct {
 	end     int64 // bytes written
 	durable int64 // bytes covered by a finished fdatasync
 	syncs   int64
-	stop    bool
-	nosync  bool // written is durable: no fdatasync
-	exited  chan struct{}
+	// syncNs are the fdatasyncs' durations, from the first one started
+	// at or after measureFrom.
+	syncNs      []int64
+	measureFrom time.Time
+	stop        bool
+	nosync      bool // written is durable: no fdatasync
+	exited      chan struct{}
 }
 
 // syncLoop runs fdatasyncs while there is something to sync: each covers
@@ -44,10 +48,15 @@ func (l *appendLog) syncLoop() {
 			continue
 		}
 		l.mu.Unlock()
+		began := time.Now()
 		if err := syscall.Fdatasync(int(l.f.Fd())); err != nil {
 			panic(err)
 		}
+		took := time.Since(began)
 		l.mu.Lock()
+		if !began.Before(l.measureFrom) {
+			l.syncNs = append(l.syncNs, int64(took))
+		}
 		l.durable = target
 		l.syncs++
 		l.cond.Broadcast()
@@ -68,6 +77,10 @@ type appendResult struct {
 	RecordsPerSync   float64 `json:"records_per_sync"`
 	P50Ms            float64 `json:"latency_p50_ms"`
 	P99Ms            float64 `json:"latency_p99_ms"`
+	LagP99Ms         float64 `json:"send_lag_p99_ms,omitempty"`
+	SyncP50Ms        float64 `json:"fdatasync_p50_ms"`
+	SyncP99Ms        float64 `json:"fdatasync_p99_ms"`
+	SyncMaxMs        float64 `json:"fdatasync_max_ms"`
 	CPUSeconds       float64 `json:"cpu_s"`
 	MiBPerCPUSecond  float64 `json:"mib_per_cpu_s"`
 	DiskBytesPerByte float64 `json:"disk_bytes_per_byte"`
@@ -85,7 +98,8 @@ type appendSpec struct {
 // streamResult is what one stream measured in the window.
 type streamResult struct {
 	measured      int64
-	lat           []int64
+	lat, syncNs   []int64
+	lag           []int64 // how late the writer woke for a due record, ns
 	syncs0, syncs int64
 	err           error
 }
@@ -119,7 +133,7 @@ func appendCmd(args []string) error {
 	wg.Wait()
 
 	var measured, syncs int64
-	var lat []int64
+	var lat, syncNs, lag []int64
 	for _, r := range results {
 		if r.err != nil {
 			return r.err
@@ -127,6 +141,8 @@ func appendCmd(args []string) error {
 		measured += r.measured
 		syncs += r.syncs - r.syncs0
 		lat = append(lat, r.lat...)
+		syncNs = append(syncNs, r.syncNs...)
+		lag = append(lag, r.lag...)
 	}
 	secs := duration.Seconds()
 	bytes := float64(measured) * float64(*size)
@@ -141,11 +157,12 @@ func appendCmd(args []string) error {
 	if bytes > 0 {
 		res.DiskBytesPerByte = float64(wb1-wb0) / bytes
 	}
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		res.P50Ms = float64(lat[len(lat)/2]) / 1e6
-		res.P99Ms = float64(lat[min(len(lat)-1, len(lat)*99/100)]) / 1e6
+	res.P50Ms, res.P99Ms = percentilesMs(lat)
+	res.SyncP50Ms, res.SyncP99Ms = percentilesMs(syncNs)
+	if len(syncNs) > 0 {
+		res.SyncMaxMs = float64(syncNs[len(syncNs)-1]) / 1e6 // sorted by percentilesMs
 	}
+	_, res.LagP99Ms = percentilesMs(lag)
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
@@ -159,7 +176,7 @@ func (sp appendSpec) stream() (res streamResult) {
 	}
 	defer os.Remove(f.Name())
 	defer f.Close()
-	l := &appendLog{f: f, exited: make(chan struct{}), nosync: sp.nosync}
+	l := &appendLog{f: f, exited: make(chan struct{}), nosync: sp.nosync, measureFrom: sp.t0}
 	l.cond.L = &l.mu
 	go l.syncLoop()
 
@@ -218,7 +235,11 @@ func (sp appendSpec) stream() (res streamResult) {
 	sampled := false
 	for next := int64(0); ; {
 		if interval > 0 {
-			time.Sleep(time.Until(due(next)))
+			d := due(next)
+			time.Sleep(time.Until(d))
+			if !d.Before(sp.t0) && d.Before(sp.t1) {
+				res.lag = append(res.lag, int64(time.Since(d)))
+			}
 		}
 		l.mu.Lock()
 		for len(pending) == sp.inflight {
@@ -254,6 +275,7 @@ func (sp appendSpec) stream() (res streamResult) {
 	}
 	l.mu.Lock()
 	res.syncs = l.syncs
+	res.syncNs = l.syncNs
 	done = true
 	l.cond.Broadcast()
 	l.mu.Unlock()
@@ -264,4 +286,14 @@ func (sp appendSpec) stream() (res streamResult) {
 	l.mu.Unlock()
 	<-l.exited
 	return res
+}
+
+// percentilesMs is the 50th and 99th percentiles of durations in
+// nanoseconds, in milliseconds (zero for none).
+func percentilesMs(ns []int64) (p50, p99 float64) {
+	if len(ns) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ns)
+	return float64(ns[len(ns)/2]) / 1e6, float64(ns[min(len(ns)-1, len(ns)*99/100)]) / 1e6
 }
