@@ -25,9 +25,12 @@ import (
 // the ongoing transaction), the others a transactions v2 implicit add (a
 // Produce v12+). With an authorizer, v4+ needs CLUSTER_ACTION on the
 // cluster (CLUSTER_AUTHORIZATION_FAILED) and v0-3 WRITE on the
-// transactional id (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-// as KafkaApis checks; per-topic WRITE is not checked here (Produce checks
-// it).
+// transactional id (every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+// and on each topic, as KafkaApis checks: a partition of a topic the
+// principal may not WRITE, or of an internal topic (whatever the ACLs, as
+// in Kafka), is TOPIC_AUTHORIZATION_FAILED, one of an unknown topic
+// UNKNOWN_TOPIC_OR_PARTITION, and when any is, every other partition is
+// OPERATION_NOT_ATTEMPTED and the coordinator is not asked.
 func init() { register(kmsg.AddPartitionsToTxn.Int16(), 0, 5, handleAddPartitionsToTxn) }
 
 func handleAddPartitionsToTxn(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -59,7 +62,10 @@ func handleAddPartitionsToTxn(ctx context.Context, h *Handler, r *server.Request
 		for _, t := range req.Topics {
 			tx.Topics = append(tx.Topics, kmsg.AddPartitionsToTxnRequestTransactionTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
-		res := h.addPartitionsToTxn(ctx, req.Version, &tx)
+		writable := func(topic string) bool {
+			return !isInternal(topic) && z.allowed(auth.OpWrite, auth.ResourceTopic, topic)
+		}
+		res := h.addPartitionsToTxn(ctx, req.Version, &tx, writable)
 		for _, t := range res.Topics {
 			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 			rt.Topic = t.Topic
@@ -73,29 +79,41 @@ func handleAddPartitionsToTxn(ctx context.Context, h *Handler, r *server.Request
 		return resp, nil
 	}
 	for i := range req.Transactions {
-		resp.Transactions = append(resp.Transactions, h.addPartitionsToTxn(ctx, req.Version, &req.Transactions[i]))
+		resp.Transactions = append(resp.Transactions, h.addPartitionsToTxn(ctx, req.Version, &req.Transactions[i], nil))
 	}
 	return resp, nil
 }
 
-func (h *Handler) addPartitionsToTxn(ctx context.Context, version int16, tx *kmsg.AddPartitionsToTxnRequestTransaction) kmsg.AddPartitionsToTxnResponseTransaction {
+// addPartitionsToTxn answers one transaction; writable (nil: all are)
+// says which topics a client's request may add.
+func (h *Handler) addPartitionsToTxn(ctx context.Context, version int16, tx *kmsg.AddPartitionsToTxnRequestTransaction,
+	writable func(topic string) bool) kmsg.AddPartitionsToTxnResponseTransaction {
 	res := kmsg.NewAddPartitionsToTxnResponseTransaction()
 	res.TransactionalID = tx.TransactionalID
 	codes := map[topicpart.TopicPartition]error{}
 	var tps []topicpart.TopicPartition
-	unknown := false
+	failed := false
+	allowed := map[string]bool{}
 	for _, t := range tx.Topics {
 		topic := h.d.Metadata.Image().Topic(t.Topic)
+		ok, asked := allowed[t.Topic]
+		if !asked {
+			ok = writable == nil || writable(t.Topic)
+			allowed[t.Topic] = ok
+		}
 		for _, p := range t.Partitions {
 			tp := topicpart.TopicPartition{Topic: t.Topic, Partition: p}
 			tps = append(tps, tp)
-			if topic == nil || p < 0 || p >= int32(len(topic.Partitions)) {
-				codes[tp], unknown = kerr.UnknownTopicOrPartition, true
+			switch {
+			case !ok:
+				codes[tp], failed = kerr.TopicAuthorizationFailed, true
+			case topic == nil || p < 0 || p >= int32(len(topic.Partitions)):
+				codes[tp], failed = kerr.UnknownTopicOrPartition, true
 			}
 		}
 	}
 	switch {
-	case unknown:
+	case failed:
 		for _, tp := range tps {
 			if codes[tp] == nil {
 				codes[tp] = kerr.OperationNotAttempted

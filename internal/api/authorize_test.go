@@ -34,6 +34,7 @@ type authzRow struct {
 type authzFixture struct {
 	t            *testing.T
 	ctx          context.Context
+	addr         string // the SASL_PLAINTEXT listener
 	adm          *kadm.Client
 	admin, alice *kgo.Client
 }
@@ -60,7 +61,7 @@ func newAuthzFixture(t *testing.T) *authzFixture {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	f := &authzFixture{t: t, ctx: ctx, admin: client("admin"), alice: client("alice")}
+	f := &authzFixture{t: t, ctx: ctx, addr: addr, admin: client("admin"), alice: client("alice")}
 	f.adm = kadm.NewClient(f.admin)
 	return f
 }
@@ -609,6 +610,21 @@ func authzRows(t *testing.T, tid [16]byte) []authzRow {
 			code: func(r kmsg.Response) int16 {
 				return r.(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
 			}},
+		{api: "DescribeTransactions", acl: allow(kadm.NewACLs().TransactionalIDs("tx"), kadm.OpDescribe),
+			denied: kerr.TransactionalIDAuthorizationFailed, allowedOK: func(c int16) bool { return c == kerr.TransactionalIDNotFound.Code },
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrDescribeTransactionsRequest()
+				r.TransactionalIDs = []string{"tx"}
+				return r
+			},
+			code: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode }},
+		{api: "DescribeProducers", acl: allow(topic(), kadm.OpRead), denied: kerr.TopicAuthorizationFailed, allowedOK: none,
+			req: func() kmsg.Request {
+				r := kmsg.NewPtrDescribeProducersRequest()
+				r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+				return r
+			},
+			code: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode }},
 		{api: "AddPartitionsToTxn (broker batch)", acl: allow(cluster(), kadm.OpClusterAction), denied: kerr.ClusterAuthorizationFailed,
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrAddPartitionsToTxnRequest()

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
 	"github.com/gregor-broker/gregor/internal/txn"
 )
@@ -19,7 +20,8 @@ import (
 // time (KIP-994) and v2's transactional id pattern (KIP-1152).
 // COORDINATOR_LOAD_IN_PROGRESS while a partition loads. Deviation: the
 // pattern is a Go (RE2) regular expression where Kafka takes a Java one;
-// one RE2 cannot compile is INVALID_REGULAR_EXPRESSION.
+// one RE2 cannot compile is INVALID_REGULAR_EXPRESSION. With an
+// authorizer only the ids the principal may DESCRIBE are listed (KafkaApis).
 func init() { register(kmsg.ListTransactions.Int16(), 0, 2, handleListTransactions) }
 
 func handleListTransactions(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -48,7 +50,11 @@ func handleListTransactions(ctx context.Context, h *Handler, r *server.Request) 
 	if err == nil {
 		var list []txn.Description
 		if list, err = t.List(ctx, f); err == nil {
+			z := h.authz(r)
 			for _, d := range list {
+				if !z.filter(auth.OpDescribe, auth.ResourceTransactionalID, d.TransactionalID) {
+					continue
+				}
 				st := kmsg.NewListTransactionsResponseTransactionState()
 				st.TransactionalID, st.ProducerID, st.TransactionState = d.TransactionalID, d.ProducerID, d.State.String()
 				resp.TransactionStates = append(resp.TransactionStates, st)
