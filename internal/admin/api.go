@@ -46,6 +46,12 @@ func RegisterAPI(a *Admin, s Source) {
 	a.Handle("GET /v1/transactions", api.handle(func(ctx context.Context, _ *http.Request) (any, error) {
 		return s.Transactions(ctx)
 	}))
+	a.Handle("GET /v1/transactions/ongoing", api.handle(func(ctx context.Context, _ *http.Request) (any, error) {
+		return s.OngoingTransactions(ctx)
+	}))
+	a.Handle("GET /v1/transactions/auto-abort", api.handle(func(ctx context.Context, _ *http.Request) (any, error) {
+		return s.AutoAbort(ctx)
+	}))
 	a.Handle("GET /v1/groups", api.handle(func(ctx context.Context, _ *http.Request) (any, error) {
 		return s.Groups(ctx)
 	}))

@@ -69,6 +69,16 @@ func (s *apiFakeSource) Transactions(context.Context) ([]HeldPartition, error) {
 	return nil, s.failWith
 }
 
+func (s *apiFakeSource) OngoingTransactions(context.Context) ([]OngoingTransaction, error) {
+	return []OngoingTransaction{{TransactionalID: "tx-1", ProducerID: 5, State: "Ongoing", TimeoutMs: 60000, AgeMs: 1500,
+		Partitions: []TopicPartitions{{Topic: "orders", Partitions: []int32{0}}}}}, s.failWith
+}
+
+func (s *apiFakeSource) AutoAbort(context.Context) (AutoAbortView, error) {
+	return AutoAbortView{Enabled: true, MinOrphanMs: 600000, MinAgeMs: 900000, Checks: 3, AbortedTotal: 1,
+		Watched: []WatchedOrphan{}, Recent: []AutoAbortRecord{{WatchedOrphan: WatchedOrphan{Topic: "orders", ProducerID: 9}, AtMs: 7}}}, s.failWith
+}
+
 func (s *apiFakeSource) Topics(context.Context) ([]TopicSummary, error) {
 	if s.failWith != nil {
 		return nil, s.failWith

@@ -27,6 +27,8 @@ type fakeSource struct {
 	// huge partition, then report "canceled" and close canceled (if set).
 	slowTopic string
 	canceled  chan struct{}
+	ongoing   []OngoingTransaction
+	autoAbort AutoAbortView
 }
 
 func tpKey(topic string, p int32) string { return fmt.Sprintf("%s/%d", topic, p) }
@@ -80,9 +82,27 @@ func (f *fakeSource) Group(ctx context.Context, id string) (GroupView, error) {
 	return g, ctx.Err()
 }
 
+// Transactions lists the partitions whose PartitionView holds
+// transactions, as the broker's source derives both from the same logs.
 func (f *fakeSource) Transactions(ctx context.Context) ([]HeldPartition, error) {
-	return nil, ctx.Err()
+	out := []HeldPartition{}
+	for _, pv := range f.partitions {
+		if len(pv.Transactions) > 0 {
+			out = append(out, HeldPartition{Topic: pv.Topic, Partition: pv.Partition, LastStableOffset: pv.LSO,
+				HighWatermark: pv.HW, Transactions: pv.Transactions})
+		}
+	}
+	slices.SortFunc(out, func(a, b HeldPartition) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out, ctx.Err()
 }
+
+func (f *fakeSource) OngoingTransactions(ctx context.Context) ([]OngoingTransaction, error) {
+	return f.ongoing, ctx.Err()
+}
+
+func (f *fakeSource) AutoAbort(ctx context.Context) (AutoAbortView, error) { return f.autoAbort, ctx.Err() }
 
 func (f *fakeSource) Records(ctx context.Context, q RecordQuery) (RecordPage, error) {
 	pv, ok := f.partitions[tpKey(q.Topic, q.Partition)]

@@ -47,6 +47,11 @@ type Source interface {
 	// transaction holds back, each holder classified by the
 	// hanging-transaction detector, sorted by topic and partition.
 	Transactions(ctx context.Context) ([]HeldPartition, error)
+	// OngoingTransactions lists the transactions this broker's transaction
+	// coordinator has under way, by transactional id.
+	OngoingTransactions(ctx context.Context) ([]OngoingTransaction, error)
+	// AutoAbort is the automatic abort of orphaned transactions.
+	AutoAbort(ctx context.Context) (AutoAbortView, error)
 	// Records reads a bounded page of records from one partition, up to
 	// the high watermark (read_uncommitted) or the LSO (read_committed).
 	// The scan stops at q.MaxRecords, q.MaxBytes, the bound, or when ctx

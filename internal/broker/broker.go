@@ -82,6 +82,7 @@ type Broker struct {
 	requestMemory *server.MemoryPool
 	groups        *group.Coordinator
 	txns          *txn.Coordinator
+	orphans       *txn.OrphanAborter // automatic abort of orphaned transactions (opt-in)
 	// listeners are the client listeners, in listeners order (the first
 	// is the one Addr reports); they share handler.
 	listeners []kafkaListener

@@ -29,6 +29,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		if b.replicas != nil {
 			b.replicas.BeginShutdown()
 		}
+		if b.orphans != nil {
+			b.orphans.Close()
+		}
 		if b.txns != nil {
 			b.txns.Close()
 		}

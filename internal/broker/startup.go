@@ -87,8 +87,9 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 	// The transaction coordinator loads the __transaction_state partitions
 	// this broker leads as they are published, and writes markers through
 	// the WriteTxnMarkers path.
+	markers := api.NewMarkerWriter(deps)
 	b.txns = txn.NewCoordinator(txn.Options{Replicas: b.replicas, Topics: groupTopics{b}, Config: b.Config,
-		Clock: b.o.Clock, Logger: b.logger, ProducerIDs: b.nextProducerID, Markers: api.NewMarkerWriter(deps),
+		Clock: b.o.Clock, Logger: b.logger, ProducerIDs: b.nextProducerID, Markers: markers,
 		LeaderEpoch: b.leaderEpoch})
 	deps.Txn = b.txns
 	b.handler.Set(api.New(deps))
@@ -101,6 +102,7 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 	b.metaCaughtUp.Store(&catchUp{at: b.o.Clock.Now(), index: caughtUp})
 	b.logs.Start()
 	b.startCleaner()
+	b.startOrphanAborter(markers)
 	// The JSON API, console and metrics are served before the broker is
 	// unfenced, so that they answer by the time /readyz does.
 	b.view = b.newSource()
@@ -207,6 +209,7 @@ func (b *Broker) openLogs(cfg *config.Broker, im *metadata.Image) (*logmgr.Manag
 func (b *Broker) newSource() *source.Source {
 	return source.New(source.Deps{
 		Metadata: published{b}, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups, Txns: b.txns,
+		Orphans: b.orphans,
 		Config: b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
 		Listener: b.layout.Client.Listener, Quorum: b.quorumView,
 		AdminAddr: func() string {

@@ -280,6 +280,15 @@ func gregorDefs() []Def {
 			"The finalized level of Kafka's transaction.version feature that ApiVersions advertises: 2 is KIP-890 part 2 "+
 				"(an epoch bump per transaction, implicit partition adds), 1 and 0 the original protocol. Kafka sets it with "+
 				"kafka-features.sh; transactional clients pick their protocol from it.", between(0, 2)),
+		broker("gregor.transaction.orphan.abort.enable", Boolean, "false",
+			"Abort orphaned transactions automatically: a transaction holding a led partition's last stable offset that the "+
+				"hanging-transaction detector has classified orphan (no coordinator will ever write its marker) at every check "+
+				"for gregor.transaction.orphan.abort.min.orphan.ms and that is older than transaction.max.timeout.ms gets the "+
+				"ABORT marker kafka-transactions.sh abort would write. Checked every "+
+				"transaction.abort.timed.out.transaction.cleanup.interval.ms; each abort is logged and counted.", dynamic),
+		broker("gregor.transaction.orphan.abort.min.orphan.ms", Long, "600000",
+			"How long a transaction must have been classified orphan, without a break, before "+
+				"gregor.transaction.orphan.abort.enable aborts it.", dynamic, atLeast(0)),
 		broker("gregor.metrics.partition.series.enable", Boolean, "false",
 			"Expose per-partition series (kafka_log_log_* with topic and partition labels) on /metrics; broker-wide totals are always exposed.", dynamic),
 	}

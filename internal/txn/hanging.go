@@ -156,15 +156,24 @@ func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() 
 // ForProducer gathers the coordinator's view of a producer id: its
 // transaction (List by producer id over every loaded partition) and the
 // markers being written for it.
-// On one node every transactional id is coordinated here; in a cluster the
-// wiring asks the coordinators of the other brokers (ListTransactions,
-// DescribeTransactions) for the ids they own.
+// Only this broker's coordinator is asked: when it has no transaction for
+// the producer id while other brokers lead some __transaction_state
+// partitions, the view is unavailable (class unknown, never orphan), since
+// the id may be theirs.
 func (c *Coordinator) ForProducer(ctx context.Context, pid int64) CoordinatorView {
 	list, err := c.List(ctx, ListFilter{ProducerIDs: []int64{pid}, MinDurationMs: -1})
 	if err != nil {
 		return CoordinatorView{Why: err.Error()}
 	}
 	cv := CoordinatorView{Available: true}
+	if len(list) == 0 {
+		if t := c.o.Topics.Image().Topic(StateTopic); t != nil {
+			if owned := len(c.Loaded()); owned < len(t.Partitions) {
+				return CoordinatorView{Why: fmt.Sprintf("no transaction of producer %d in the %d %s partitions coordinated here; "+
+					"other brokers coordinate the other %d", pid, owned, StateTopic, len(t.Partitions)-owned)}
+			}
+		}
+	}
 	if len(list) > 0 {
 		d := list[0]
 		cv.Txn = &d

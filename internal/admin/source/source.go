@@ -70,8 +70,8 @@ type Groups interface {
 	Describe(ctx context.Context, id string) (*group.Description, error)
 }
 
-// Deps are the broker parts a Source reads. Cleaner, Groups and Txns may be
-// nil.
+// Deps are the broker parts a Source reads. Cleaner, Groups, Txns and
+// Orphans may be nil.
 type Deps struct {
 	Metadata   Metadata
 	Partitions Partitions
@@ -79,6 +79,7 @@ type Deps struct {
 	Cleaner    CleanerStatus
 	Groups     Groups
 	Txns       Txns
+	Orphans    Orphans
 	// Config is the current broker configuration; TopicConfig resolves a
 	// topic's configuration against it.
 	Config      func() *config.Broker

@@ -2,7 +2,11 @@ package source
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/log"
@@ -10,10 +14,17 @@ import (
 	"github.com/gregor-broker/gregor/internal/txn"
 )
 
-// Txns is the transaction coordinator's view of a producer id
-// (*txn.Coordinator), for the hanging-transaction detector.
+// Txns is the transaction coordinator (*txn.Coordinator): its view of a
+// producer id, for the hanging-transaction detector, and its transactions.
 type Txns interface {
 	ForProducer(ctx context.Context, pid int64) txn.CoordinatorView
+	List(ctx context.Context, f txn.ListFilter) ([]txn.Description, error)
+}
+
+// Orphans is the automatic abort of orphaned transactions
+// (*txn.OrphanAborter).
+type Orphans interface {
+	Status() txn.AutoAbortStatus
 }
 
 // transactions classifies the holders of l's last stable offset
@@ -36,10 +47,7 @@ func (s *Source) transactions(ctx context.Context, tp topicpart.TopicPartition, 
 			}
 			views[o.ProducerID] = cv
 		}
-		h := txn.Holder{ProducerID: o.ProducerID, ProducerEpoch: o.ProducerEpoch, CoordinatorEpoch: o.CoordinatorEpoch,
-			FirstOffset: o.FirstOffset, StartMs: o.StartMs, LastTimestamp: o.LastTimestamp, Unreplicated: o.Unreplicated,
-			Aborted: o.Aborted, MarkerOffset: o.MarkerOffset}
-		d := txn.Diagnose(tp, h, cv, nowMs, abortCheck)
+		d := txn.Diagnose(tp, txn.HolderFrom(o), cv, nowMs, abortCheck)
 		out = append(out, admin.TransactionView{ProducerID: o.ProducerID, ProducerEpoch: o.ProducerEpoch,
 			CoordinatorEpoch: o.CoordinatorEpoch, FirstOffset: o.FirstOffset, StartMs: o.StartMs, AgeMs: d.AgeMs,
 			Class: d.Class, TransactionalID: d.TransactionalID, State: d.State, TimeoutMs: d.TimeoutMs,
@@ -78,4 +86,67 @@ func (s *Source) Transactions(ctx context.Context) ([]admin.HeldPartition, error
 		}
 	}
 	return out, nil
+}
+
+// OngoingTransactions lists the coordinator's transactions under way
+// (Ongoing, PrepareCommit, PrepareAbort).
+func (s *Source) OngoingTransactions(ctx context.Context) ([]admin.OngoingTransaction, error) {
+	out := []admin.OngoingTransaction{}
+	if s.d.Txns == nil {
+		return out, nil
+	}
+	list, err := s.d.Txns.List(ctx, txn.ListFilter{States: []txn.State{txn.Ongoing, txn.PrepareCommit, txn.PrepareAbort},
+		MinDurationMs: -1})
+	if errors.Is(err, kerr.CoordinatorLoadInProgress) {
+		return nil, fmt.Errorf("%w: %v", admin.ErrUnavailable, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].TransactionalID < list[j].TransactionalID })
+	nowMs := s.d.Clock.Now().UnixMilli()
+	for _, d := range list {
+		o := admin.OngoingTransaction{TransactionalID: d.TransactionalID, ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
+			State: d.State.String(), TimeoutMs: d.TimeoutMs, StartMs: d.StartMs, AgeMs: -1, LastUpdateMs: d.LastUpdateMs,
+			Partitions: []admin.TopicPartitions{}}
+		if d.StartMs >= 0 {
+			o.AgeMs = max(nowMs-d.StartMs, 0)
+		}
+		for _, tp := range d.Partitions {
+			if n := len(o.Partitions); n == 0 || o.Partitions[n-1].Topic != tp.Topic {
+				o.Partitions = append(o.Partitions, admin.TopicPartitions{Topic: tp.Topic})
+			}
+			last := &o.Partitions[len(o.Partitions)-1]
+			last.Partitions = append(last.Partitions, tp.Partition)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// AutoAbort is the automatic abort's state; without one (Deps.Orphans nil)
+// only its settings.
+func (s *Source) AutoAbort(context.Context) (admin.AutoAbortView, error) {
+	var st txn.AutoAbortStatus
+	if s.d.Orphans != nil {
+		st = s.d.Orphans.Status()
+	} else {
+		st.Config, st.LastCheckMs = txn.AutoAbortConfigFrom(s.d.Config()), -1
+	}
+	v := admin.AutoAbortView{Enabled: st.Config.Enabled, MinOrphanMs: st.Config.MinOrphanMs, MinAgeMs: st.Config.MinAgeMs,
+		CheckIntervalMs: st.CheckIntervalMs, Checks: st.Checks, LastCheckMs: st.LastCheckMs, AbortedTotal: st.Aborted,
+		Watched: []admin.WatchedOrphan{}, Recent: []admin.AutoAbortRecord{}}
+	for _, w := range st.Watched {
+		v.Watched = append(v.Watched, watchedView(w))
+	}
+	for _, r := range st.Recent {
+		v.Recent = append(v.Recent, admin.AutoAbortRecord{WatchedOrphan: watchedView(r.Watched), AtMs: r.AtMs, Error: r.Err})
+	}
+	return v, nil
+}
+
+func watchedView(w txn.Watched) admin.WatchedOrphan {
+	return admin.WatchedOrphan{Topic: w.TopicPartition.Topic, Partition: w.TopicPartition.Partition, ProducerID: w.ProducerID,
+		ProducerEpoch: w.ProducerEpoch, CoordinatorEpoch: w.Holder.CoordinatorEpoch, FirstOffset: w.FirstOffset,
+		OrphanSinceMs: w.OrphanSinceMs, AgeMs: w.AgeMs, DueMs: w.DueMs, Explanation: w.Explanation}
 }
