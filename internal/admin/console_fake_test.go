@@ -102,7 +102,9 @@ func (f *fakeSource) OngoingTransactions(ctx context.Context) ([]OngoingTransact
 	return f.ongoing, ctx.Err()
 }
 
-func (f *fakeSource) AutoAbort(ctx context.Context) (AutoAbortView, error) { return f.autoAbort, ctx.Err() }
+func (f *fakeSource) AutoAbort(ctx context.Context) (AutoAbortView, error) {
+	return f.autoAbort, ctx.Err()
+}
 
 func (f *fakeSource) Records(ctx context.Context, q RecordQuery) (RecordPage, error) {
 	pv, ok := f.partitions[tpKey(q.Topic, q.Partition)]

@@ -33,7 +33,7 @@ type AutoAbortView struct {
 	LastCheckMs     int64 `json:"last_check_ms"` // -1 before the first
 	// AbortedTotal counts the orphans aborted since the broker started
 	// (gregor_transaction_orphans_aborted_total).
-	AbortedTotal int64          `json:"aborted_total"`
+	AbortedTotal int64           `json:"aborted_total"`
 	Watched      []WatchedOrphan `json:"watched"`
 	// Recent are the latest automatic aborts, newest last (at most 100),
 	// failed attempts included.

@@ -617,14 +617,18 @@ func authzRows(t *testing.T, tid [16]byte) []authzRow {
 				r.TransactionalIDs = []string{"tx"}
 				return r
 			},
-			code: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode }},
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.DescribeTransactionsResponse).TransactionStates[0].ErrorCode
+			}},
 		{api: "DescribeProducers", acl: allow(topic(), kadm.OpRead), denied: kerr.TopicAuthorizationFailed, allowedOK: none,
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrDescribeProducersRequest()
 				r.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
 				return r
 			},
-			code: func(r kmsg.Response) int16 { return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode }},
+			code: func(r kmsg.Response) int16 {
+				return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
+			}},
 		{api: "AddPartitionsToTxn (broker batch)", acl: allow(cluster(), kadm.OpClusterAction), denied: kerr.ClusterAuthorizationFailed,
 			req: func() kmsg.Request {
 				r := kmsg.NewPtrAddPartitionsToTxnRequest()

@@ -210,7 +210,7 @@ func (b *Broker) newSource() *source.Source {
 	return source.New(source.Deps{
 		Metadata: published{b}, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups, Txns: b.txns,
 		Orphans: b.orphans,
-		Config: b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
+		Config:  b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
 		Listener: b.layout.Client.Listener, Quorum: b.quorumView,
 		AdminAddr: func() string {
 			if a := b.AdminAddr(); a != nil {
