@@ -64,6 +64,7 @@ type staticFile struct {
 //	GET /ui/topics/{topic}/{partition}           one partition and its offsets bar
 //	GET /ui/topics/{topic}/{partition}/messages  message browser
 //	GET /ui/compaction                           compaction board
+//	GET /ui/transactions                         transactions holding LSOs back, ongoing ones, automatic abort
 //	GET /ui/groups                               consumer groups
 //	GET /ui/groups/{group}                       one group
 //	GET /ui/static/{file}                        the stylesheet, script and icon
@@ -81,6 +82,7 @@ func RegisterConsole(a *Admin, s Source) {
 	a.Handle("GET /ui/topics/{topic}/{partition}", c.handle(c.partitionPage))
 	a.Handle("GET /ui/topics/{topic}/{partition}/messages", a.recordBrowser(http.HandlerFunc(c.serveMessages)))
 	a.Handle("GET /ui/compaction", c.handle(c.compactionPage))
+	a.Handle("GET /ui/transactions", c.handle(c.transactionsPage))
 	a.Handle("GET /ui/groups", c.handle(c.groupsPage))
 	a.Handle("GET /ui/groups/{group}", c.handle(c.groupPage))
 	a.Handle("GET /ui/static/{file}", http.HandlerFunc(c.serveStatic))
@@ -110,7 +112,7 @@ func (c *console) loadStatic() {
 // message browser its two halves) on top of layout.html.
 var pageFiles = []string{
 	"overview.html", "topics.html", "topic.html", "partition.html",
-	"compaction.html", "groups.html", "group.html", "messages.html", "error.html",
+	"compaction.html", "groups.html", "group.html", "messages.html", "error.html", "transactions.html",
 }
 
 func (c *console) parseTemplates() {

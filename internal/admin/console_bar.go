@@ -63,6 +63,16 @@ type offsetsBar struct {
 	TotalSegments  int
 	MergedSegments int
 	Notes          []string
+	// LSOHeld is why the LSO is below the HW; nil when it is not.
+	LSOHeld *lsoHeld
+}
+
+// lsoHeld is the transaction that holds the LSO below the HW (the one
+// starting at the LSO), as the hanging-transaction detector classified it.
+type lsoHeld struct {
+	TransactionView
+	Records int64 // HW − LSO: invisible to read_committed consumers
+	Others  int   // further transactions holding offsets above it
 }
 
 // barRect is one drawn range of offsets (or of bytes, in the second row).
@@ -128,6 +138,7 @@ func buildOffsetsBar(pv *PartitionView, now time.Time) *offsetsBar {
 	sc := barScale{lo, hi}
 	b.Empty = o.LEO <= o.LogStart
 
+	b.LSOHeld = heldLSO(pv)
 	main := b.mainMarkers(pv, sc)
 	rows := b.markerLabels(main)
 	b.SegY = float64(rows)*labelRowH + 6
@@ -195,7 +206,7 @@ func (b *offsetsBar) mainMarkers(pv *PartitionView, sc barScale) []barMarker {
 	o := pv.Offsets
 	ms := []barMarker{
 		{Kind: "log-start", Name: "log start", Offset: o.LogStart, Title: "log start offset: the first offset a consumer can read"},
-		{Kind: "lso", Name: "LSO", Offset: o.LSO, Title: "last stable offset: read_committed consumers read below it"},
+		{Kind: "lso", Name: "LSO", Offset: o.LSO, Title: "last stable offset: read_committed consumers read below it" + b.LSOHeld.title()},
 		{Kind: "hw", Name: "HW", Offset: o.HW, Title: "high watermark: every in-sync replica has the records below it"},
 		{Kind: "leo", Name: "LEO", Offset: o.LEO, Title: "log end offset: the offset the next record gets"},
 	}
@@ -592,4 +603,32 @@ func buildMiniBar(o Offsets) miniBar {
 	m.Title = fmt.Sprintf("log start %s ≤ LSO %s ≤ HW %s ≤ LEO %s",
 		formatInt(o.LogStart), formatInt(o.LSO), formatInt(o.HW), formatInt(o.LEO))
 	return m
+}
+
+// heldLSO finds the transaction holding the LSO below the HW: the one whose
+// first offset is the LSO (the earliest when none is, e.g. a decided
+// transaction whose marker is not replicated yet). Nil when LSO = HW.
+func heldLSO(pv *PartitionView) *lsoHeld {
+	if pv.LSO >= pv.HW || len(pv.Transactions) == 0 {
+		return nil
+	}
+	h := &lsoHeld{TransactionView: pv.Transactions[0], Records: pv.HW - pv.LSO, Others: len(pv.Transactions) - 1}
+	for _, t := range pv.Transactions {
+		if t.FirstOffset == pv.LSO {
+			h.TransactionView = t
+			break
+		}
+	}
+	return h
+}
+
+// title is what the LSO marker's tooltip adds: the holder's class,
+// explanation and first offset.
+func (h *lsoHeld) title() string {
+	if h == nil {
+		return ""
+	}
+	return fmt.Sprintf("; held %s %s below the HW by the transaction from offset %s [%s]: %s",
+		formatInt(h.Records), plural(int(min(h.Records, 2)), "record", "records"), formatInt(h.FirstOffset),
+		strings.ToUpper(h.Class), h.Explanation)
 }

@@ -16,7 +16,7 @@ import (
 // as laid out by the browser, the Stop button ending a slow scan on the
 // server, and a screenshot of the partition page kept as an artifact.
 func TestConsoleInBrowser(t *testing.T) {
-	src := newFakeSource()
+	src := heldFakeSource()
 	slow := src.partitions[tpKey("orders", 0)]
 	slow.Topic = "slow"
 	src.partitions[tpKey("slow", 0)] = slow
@@ -28,7 +28,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	b := consoletest.Start(t, 60*time.Second)
 	for _, path := range []string{
 		"/", "/ui/topics", "/ui/topics/orders", "/ui/topics/orders/0", "/ui/topics/orders/1",
-		"/ui/topics/users/0", "/ui/compaction", "/ui/groups", "/ui/groups/billing",
+		"/ui/topics/users/0", "/ui/compaction", "/ui/groups", "/ui/groups/billing", "/ui/transactions",
 		"/ui/groups/" + url.PathEscape(xssGroup), "/ui/topics/orders/0/messages?offset=125&limit=10",
 		"/ui/topics/orders/0/messages?from=timestamp&ts=2025-01-02T03:02:00",
 	} {

@@ -38,6 +38,10 @@ func (c *console) funcs() template.FuncMap {
 		"configMs":  configMs,
 		"isCompact": isCompact,
 		"plural":    plural,
+		"clampInt":  func(v int64) int { return int(min(max(v, -2), 2)) },
+		"int64":     func(v int32) int64 { return int64(v) },
+		"pct1":      func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) + "%" },
+		"pctClass":  func(f float64) int { return int(min(max(f, 0), 100)/10) * 10 },
 		"sub":       func(a, b int64) int64 { return a - b },
 		"lower":     strings.ToLower,
 	}

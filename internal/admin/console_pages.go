@@ -42,6 +42,7 @@ type healthItem struct {
 	State  string
 	Value  string
 	Detail string
+	Href   string // the page with more, if any
 }
 
 // diskView is a log dir with its used/free bar in percent of the
@@ -100,6 +101,9 @@ func (c *console) overviewPage(r *http.Request) (*page, error) {
 	}
 	count("log dir errors", dirErrors, "bad", "log dirs the broker cannot use")
 	count("stray logs", cv.StrayLogs, "warn", "partition logs on disk that the metadata does not know: kept, not served")
+	if h, ok := c.transactionsHealth(r.Context()); ok {
+		body.Health = append(body.Health, h)
+	}
 	return &page{Template: "overview.html", Title: "Overview", Nav: "overview", JSON: "/v1/cluster", Body: body}, nil
 }
 
@@ -301,6 +305,10 @@ func offsetRows(pv *PartitionView) []offsetRow {
 		{"hw", "high watermark (HW)", o.HW, 0, "every in-sync replica has the records below it; read_uncommitted consumers read below it"},
 		{"leo", "log end offset (LEO)", o.LEO, o.HW - o.LEO, "the offset the next appended record gets"},
 		{"recovery-point", "recovery point", o.RecoveryPoint, o.HW - o.RecoveryPoint, "flushed to disk below it; recovery after a crash starts here"},
+	}
+	if h := heldLSO(pv); h != nil {
+		rows[1].Meaning = fmt.Sprintf("held back by the transaction from offset %s [%s]: %s", formatInt(h.FirstOffset),
+			strings.ToUpper(h.Class), h.Explanation)
 	}
 	if cs := pv.Cleaner; cs != nil && cs.Compacted {
 		if cs.CleanerPoint >= 0 {
