@@ -53,6 +53,12 @@
 //	                                          each classified (open, timing_out,
 //	                                          completing, unreplicated, orphan,
 //	                                          unknown) with what ends it
+//	GET /v1/transactions/ongoing              []OngoingTransaction: the
+//	                                          transactions this broker's
+//	                                          coordinator has under way
+//	GET /v1/transactions/auto-abort           AutoAbortView: the automatic
+//	                                          abort of orphans (settings,
+//	                                          watched orphans, recent aborts)
 //
 // Errors are {"error": "<message>", "code": "<code>"}: 400 bad_request for a
 // path or query parameter that does not parse (the message names it), 404
@@ -116,7 +122,8 @@
 //	                                        health strip (readiness conditions,
 //	                                        brokers unfenced, the metadata
 //	                                        quorum's leader, under-replicated,
-//	                                        under min ISR, offline, stray logs),
+//	                                        under min ISR, offline, stray logs,
+//	                                        partitions whose LSO is held back),
 //	                                        the brokers (state, epoch, endpoints,
 //	                                        the controller), the quorum's voters
 //	                                        (log end offset, lag, last fetch and
@@ -138,6 +145,15 @@
 //	                                        as=text|base64
 //	GET /ui/compaction                      compacted partitions by dirty ratio,
 //	                                        with the cleaner's reason
+//	GET /ui/transactions                    every partition whose LSO is below
+//	                                        its HW with each holder's class,
+//	                                        explanation and what ends it (an
+//	                                        orphan's abort command, what the
+//	                                        automatic abort will do); the
+//	                                        coordinator's ongoing transactions
+//	                                        with age against timeout; the
+//	                                        automatic abort's settings, watched
+//	                                        orphans and aborts
 //	GET /ui/groups, /ui/groups/{group}      groups; members, assignments,
 //	                                        committed offsets and lag
 //	GET /ui/static/{file}                   assets (?v=<content hash>, cacheable)
@@ -153,7 +169,11 @@
 // min.cleanable.dirty.ratio; the range retention deletes next, and when;
 // lines for the log start offset, LSO, HW, LEO, cleaner point and each
 // replica's LEO; a tick per group's committed offset; a second row of the
-// segments by size. Each marker is an element with data-marker (log-start,
+// segments by size. When the LSO is below the HW, its marker says why: the
+// transaction starting at the LSO (PartitionView.Transactions), with its
+// class in data-held-by and its class, explanation and first offset in the
+// tooltip, a line under the drawing and the offsets table; nothing of the
+// kind when LSO = HW. Each marker is an element with data-marker (log-start,
 // lso, hw, leo, replica-leo, cleaner-point, group) and data-offset, which
 // the browser tests read back. Offsets outside the drawn range are pinned to
 // its edge and say so. A table under the drawing lists the same numbers.

@@ -49,7 +49,9 @@
 // another broker's), request handler → the first publish (the whole image:
 // partitions hosted in their roles, coordinators of the __consumer_offsets
 // and __transaction_state partitions led here loaded) → the log manager's
-// jobs and the log cleaner
+// jobs, the log cleaner and the orphan aborter (txn.OrphanAborter over the
+// partitions led here, writing through the coordinator's MarkerWriter;
+// acting only with gregor.transaction.orphan.abort.enable)
 // → the admin JSON API, web console and metrics are registered → heartbeats
 // ask to be unfenced → once the controller has unfenced the broker and the
 // entry that did is published here, Ready is closed and Run serves clients.
@@ -94,7 +96,7 @@
 //
 // Shutdown (SIGTERM/SIGINT in gregor serve): a controlled shutdown first (the
 // controller moves this broker's leaderships away; bounded by
-// broker.session.timeout.ms), then the transaction coordinator (its marker
+// broker.session.timeout.ms), then the orphan aborter and the transaction coordinator (its marker
 // senders stop; a decided transaction is completed by the next load) and
 // the group coordinator (parked JoinGroup/SyncGroup requests are answered
 // NOT_COORDINATOR), the client

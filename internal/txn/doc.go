@@ -36,7 +36,27 @@
 //     (Coordinator.ForProducer), classifies what holds the last stable
 //     offset back as open, timing_out, completing, unreplicated, orphan or
 //     unknown, with what ends it (for an orphan, the kafka-transactions.sh
-//     abort command). The admin API and `gregor why lso` show it.
+//     abort command). The admin API and `gregor why lso` show it. A
+//     coordinator that does not know the producer id while other brokers
+//     coordinate some __transaction_state partitions answers unavailable
+//     (class unknown), never orphan.
+//   - autoabort.go and orphanaborter.go are the opt-in automatic abort of
+//     orphans (gregor.transaction.orphan.abort.enable, off by default).
+//     Orphans is the pure decision: told each check's classifications, it
+//     answers which orphans are due — class orphan at every check, without
+//     a break, for gregor.transaction.orphan.abort.min.orphan.ms, and older
+//     than transaction.max.timeout.ms (the age counted from the first batch
+//     by the broker's clock, else the producer's timestamp, and never less
+//     than the time watched); any other class, or not being seen, starts
+//     the wait again. OrphanAborter is its shell: every
+//     transaction.abort.timed.out.transaction.cleanup.interval.ms it
+//     classifies the holders of the partitions this broker leads (even when
+//     disabled, so the wait shows in /v1 and the console) and, enabled,
+//     writes for each due orphan the ABORT marker kafka-transactions.sh
+//     abort writes (its producer id, epoch and coordinator epoch, through
+//     the MarkerWriter), logging each at WARN (ERROR when the write fails;
+//     it is retried at the next check) and counting it. The tracking is in
+//     memory: after a restart an orphan waits min.orphan.ms again.
 //
 // # State machine (Kafka's TransactionState)
 //
@@ -88,5 +108,6 @@
 // A Shard is used only by its owner goroutine. Coordinator methods are safe
 // for concurrent use; each blocks until its op's records are durable. The
 // marker sender runs one goroutine per transaction being completed, stopped
-// by Close.
+// by Close. The OrphanAborter runs its checks on one goroutine (Start,
+// stopped by Close); Status is safe from any.
 package txn

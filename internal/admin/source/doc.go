@@ -27,7 +27,10 @@
 //     OpenTransactions and, for each producer id, the transaction
 //     coordinator's view (Deps.Txns), classified by txn.Diagnose (the
 //     hanging-transaction detector); PartitionView.Transactions and
-//     /v1/transactions;
+//     /v1/transactions; the coordinator's transactions under way (its List
+//     filtered to Ongoing and Prepare*; ErrUnavailable while a
+//     __transaction_state partition loads); the automatic abort's state
+//     (Deps.Orphans, *txn.OrphanAborter);
 //   - log dirs: FS.DiskUsage for each dir, the log manager's logs in it and
 //     the stray logs it set aside there; which dir holds the metadata.
 //
