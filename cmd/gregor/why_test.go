@@ -282,6 +282,14 @@ type whySource struct{ views []admin.PartitionView }
 
 func (s whySource) Transactions(context.Context) ([]admin.HeldPartition, error) { return nil, nil }
 
+func (s whySource) OngoingTransactions(context.Context) ([]admin.OngoingTransaction, error) {
+	return nil, nil
+}
+
+func (s whySource) AutoAbort(context.Context) (admin.AutoAbortView, error) {
+	return admin.AutoAbortView{}, nil
+}
+
 func (s whySource) Cluster(context.Context) (admin.ClusterView, error) {
 	return admin.ClusterView{ClusterID: "test-cluster", NodeID: 1}, nil
 }
