@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gregor-broker/gregor/internal/admin/source"
 	"github.com/gregor-broker/gregor/internal/api"
 	"github.com/gregor-broker/gregor/internal/txn"
 )
@@ -42,7 +43,7 @@ func (b *Broker) ledHolders() []txn.LedHolders {
 		}
 		led := txn.LedHolders{TopicPartition: p.TP}
 		for _, o := range open {
-			led.Holders = append(led.Holders, txn.HolderFrom(o))
+			led.Holders = append(led.Holders, source.HolderOf(o))
 		}
 		out = append(out, led)
 	}

@@ -9,17 +9,8 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 )
-
-// HolderFrom is the detector's view of what the log says holds its last
-// stable offset.
-func HolderFrom(o log.OpenTxn) Holder {
-	return Holder{ProducerID: o.ProducerID, ProducerEpoch: o.ProducerEpoch, CoordinatorEpoch: o.CoordinatorEpoch,
-		FirstOffset: o.FirstOffset, StartMs: o.StartMs, LastTimestamp: o.LastTimestamp, Unreplicated: o.Unreplicated,
-		Aborted: o.Aborted, MarkerOffset: o.MarkerOffset}
-}
 
 // LedHolders are the holders of one led partition's last stable offset.
 type LedHolders struct {

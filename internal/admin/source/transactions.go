@@ -47,7 +47,7 @@ func (s *Source) transactions(ctx context.Context, tp topicpart.TopicPartition, 
 			}
 			views[o.ProducerID] = cv
 		}
-		d := txn.Diagnose(tp, txn.HolderFrom(o), cv, nowMs, abortCheck)
+		d := txn.Diagnose(tp, HolderOf(o), cv, nowMs, abortCheck)
 		out = append(out, admin.TransactionView{ProducerID: o.ProducerID, ProducerEpoch: o.ProducerEpoch,
 			CoordinatorEpoch: o.CoordinatorEpoch, FirstOffset: o.FirstOffset, StartMs: o.StartMs, AgeMs: d.AgeMs,
 			Class: d.Class, TransactionalID: d.TransactionalID, State: d.State, TimeoutMs: d.TimeoutMs,
@@ -149,4 +149,13 @@ func watchedView(w txn.Watched) admin.WatchedOrphan {
 	return admin.WatchedOrphan{Topic: w.TopicPartition.Topic, Partition: w.TopicPartition.Partition, ProducerID: w.ProducerID,
 		ProducerEpoch: w.ProducerEpoch, CoordinatorEpoch: w.Holder.CoordinatorEpoch, FirstOffset: w.FirstOffset,
 		OrphanSinceMs: w.OrphanSinceMs, AgeMs: w.AgeMs, DueMs: w.DueMs, Explanation: w.Explanation}
+}
+
+// HolderOf is the hanging-transaction detector's view of what a log says
+// holds its last stable offset (the broker's orphan aborter reads the logs
+// the same way).
+func HolderOf(o log.OpenTxn) txn.Holder {
+	return txn.Holder{ProducerID: o.ProducerID, ProducerEpoch: o.ProducerEpoch, CoordinatorEpoch: o.CoordinatorEpoch,
+		FirstOffset: o.FirstOffset, StartMs: o.StartMs, LastTimestamp: o.LastTimestamp, Unreplicated: o.Unreplicated,
+		Aborted: o.Aborted, MarkerOffset: o.MarkerOffset}
 }
