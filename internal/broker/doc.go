@@ -51,7 +51,12 @@
 // and __transaction_state partitions led here loaded) → the log manager's
 // jobs, the log cleaner and the orphan aborter (txn.OrphanAborter over the
 // partitions led here, writing through the coordinator's MarkerWriter;
-// acting only with gregor.transaction.orphan.abort.enable)
+// acting only with gregor.transaction.orphan.abort.enable). Both it and the
+// admin source classify holders through txnViews (txnviews.go): this
+// broker's coordinator, then, for a producer id it does not know, the other
+// brokers' coordinators over the inter-broker listener (ListTransactions
+// filtered by producer id, DescribeTransactions; with an authorizer an
+// empty answer is unknown, not orphan)
 // → the admin JSON API, web console and metrics are registered → heartbeats
 // ask to be unfenced → once the controller has unfenced the broker and the
 // entry that did is published here, Ready is closed and Run serves clients.

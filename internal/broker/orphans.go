@@ -17,7 +17,7 @@ import (
 // gregor_transaction_orphans_aborted_total.
 func (b *Broker) startOrphanAborter(markers txn.MarkerWriter) {
 	b.orphans = txn.NewOrphanAborter(txn.OrphanAborterOptions{
-		Led: b.ledHolders, Coordinator: b.txns, Markers: markers, Config: b.Config, Clock: b.o.Clock,
+		Led: b.ledHolders, Coordinator: txnViews{b}, Markers: markers, Config: b.Config, Clock: b.o.Clock,
 		Logger: b.logger.With("component", "orphan-aborter"),
 	})
 	c := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "gregor_transaction_orphans_aborted_total",

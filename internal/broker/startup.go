@@ -208,7 +208,7 @@ func (b *Broker) openLogs(cfg *config.Broker, im *metadata.Image) (*logmgr.Manag
 // the started broker.
 func (b *Broker) newSource() *source.Source {
 	return source.New(source.Deps{
-		Metadata: published{b}, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups, Txns: b.txns,
+		Metadata: published{b}, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups, Txns: txnViews{b},
 		Orphans: b.orphans,
 		Config:  b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
 		Listener: b.layout.Client.Listener, Quorum: b.quorumView,

@@ -39,7 +39,8 @@
 //     abort command). The admin API and `gregor why lso` show it. A
 //     coordinator that does not know the producer id while other brokers
 //     coordinate some __transaction_state partitions answers unavailable
-//     (class unknown), never orphan.
+//     with Elsewhere set, never "no transaction": the broker then asks the
+//     other brokers' coordinators (ListTransactions, DescribeTransactions).
 //   - autoabort.go and orphanaborter.go are the opt-in automatic abort of
 //     orphans (gregor.transaction.orphan.abort.enable, off by default).
 //     Orphans is the pure decision: told each check's classifications, it

@@ -52,6 +52,10 @@ type CoordinatorView struct {
 	// __transaction_state partition loading, or on another broker): Why.
 	Available bool
 	Why       string
+	// Elsewhere: unavailable only because this coordinator does not know
+	// the producer id while other brokers coordinate some
+	// __transaction_state partitions; the shell may ask them.
+	Elsewhere bool
 	// Txn is the producer id's transaction, nil when no transactional id
 	// of the coordinator has it.
 	Txn *Description
@@ -158,8 +162,8 @@ func ms(v int64) string { return (time.Duration(v) * time.Millisecond).String() 
 // markers being written for it.
 // Only this broker's coordinator is asked: when it has no transaction for
 // the producer id while other brokers lead some __transaction_state
-// partitions, the view is unavailable (class unknown, never orphan), since
-// the id may be theirs.
+// partitions, the view is unavailable with Elsewhere set (never orphan),
+// since the id may be theirs; the broker's wiring then asks them.
 func (c *Coordinator) ForProducer(ctx context.Context, pid int64) CoordinatorView {
 	list, err := c.List(ctx, ListFilter{ProducerIDs: []int64{pid}, MinDurationMs: -1})
 	if err != nil {
@@ -169,7 +173,7 @@ func (c *Coordinator) ForProducer(ctx context.Context, pid int64) CoordinatorVie
 	if len(list) == 0 {
 		if t := c.o.Topics.Image().Topic(StateTopic); t != nil {
 			if owned := len(c.Loaded()); owned < len(t.Partitions) {
-				return CoordinatorView{Why: fmt.Sprintf("no transaction of producer %d in the %d %s partitions coordinated here; "+
+				return CoordinatorView{Elsewhere: true, Why: fmt.Sprintf("no transaction of producer %d in the %d %s partitions coordinated here; "+
 					"other brokers coordinate the other %d", pid, owned, StateTopic, len(t.Partitions)-owned)}
 			}
 		}
