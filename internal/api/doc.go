@@ -8,7 +8,8 @@
 // helpers of the group coordinator APIs), transactions in txn (txn_common.go
 // holds the per-version error rewrites and MarkerWriter, the leader's side
 // of WriteTxnMarkers, which the transaction coordinator also writes local
-// markers through). Fetch does not read large record
+// markers through; txn_peers.go's CoordinatorPeers asks other brokers'
+// coordinators about a producer id for the hanging-transaction detector). Fetch does not read large record
 // sets at all (fetch_bulk.go): it answers with a server.BulkResponse that
 // names where in its segment file each one lies, and the server reads them
 // through a bounded buffer while it writes the response, so a fetch's memory

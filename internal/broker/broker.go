@@ -83,6 +83,7 @@ type Broker struct {
 	groups        *group.Coordinator
 	txns          *txn.Coordinator
 	orphans       *txn.OrphanAborter // automatic abort of orphaned transactions (opt-in)
+	coordPeers    *api.CoordinatorPeers
 	// listeners are the client listeners, in listeners order (the first
 	// is the one Addr reports); they share handler.
 	listeners []kafkaListener

@@ -88,6 +88,7 @@ func (b *Broker) bringUp(ctx context.Context) (uint64, error) {
 	// this broker leads as they are published, and writes markers through
 	// the WriteTxnMarkers path.
 	markers := api.NewMarkerWriter(deps)
+	b.coordPeers = api.NewCoordinatorPeers(deps)
 	b.txns = txn.NewCoordinator(txn.Options{Replicas: b.replicas, Topics: groupTopics{b}, Config: b.Config,
 		Clock: b.o.Clock, Logger: b.logger, ProducerIDs: b.nextProducerID, Markers: markers,
 		LeaderEpoch: b.leaderEpoch})
