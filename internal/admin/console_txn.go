@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // ---- transactions ----
+
+// overviewTxnTimeout bounds the overview's question about transactions.
+const overviewTxnTimeout = time.Second
 
 // transactionsBody is the Transactions page: what holds each partition's
 // LSO back and why, the coordinator's transactions under way, and the
@@ -162,6 +166,10 @@ func autoAbortNote(aa AutoAbortView, w WatchedOrphan, nowMs int64) string {
 // transactionsHealth is the overview's box for transactions holding LSOs
 // back; ok is false when the source could not say.
 func (c *console) transactionsHealth(ctx context.Context) (healthItem, bool) {
+	// The overview must not wait long on a coordinator elsewhere: what
+	// cannot be asked in time is counted unknown.
+	ctx, cancel := context.WithTimeout(ctx, overviewTxnTimeout)
+	defer cancel()
 	held, err := c.src.Transactions(ctx)
 	if err != nil {
 		return healthItem{}, false

@@ -19,8 +19,10 @@ import (
 // asking principal may DESCRIBE — so it is unknown too, never orphan.
 type txnViews struct{ b *Broker }
 
-// peerTimeout bounds each question to another broker's coordinator.
-const peerTimeout = 5 * time.Second
+// peerTimeout bounds each question to another broker's coordinator: a page
+// of the console or a check of the orphan aborter waits at most this long
+// for an unresponsive broker, per producer id it does not know.
+const peerTimeout = 2 * time.Second
 
 func (v txnViews) List(ctx context.Context, f txn.ListFilter) ([]txn.Description, error) {
 	return v.b.txns.List(ctx, f)
