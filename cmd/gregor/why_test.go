@@ -282,8 +282,8 @@ type whySource struct{ views []admin.PartitionView }
 
 func (s whySource) Transactions(context.Context) ([]admin.HeldPartition, error) { return nil, nil }
 
-func (s whySource) OngoingTransactions(context.Context) ([]admin.OngoingTransaction, error) {
-	return nil, nil
+func (s whySource) OngoingTransactions(context.Context) (admin.OngoingView, error) {
+	return admin.OngoingView{}, nil
 }
 
 func (s whySource) AutoAbort(context.Context) (admin.AutoAbortView, error) {

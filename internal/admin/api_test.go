@@ -69,9 +69,9 @@ func (s *apiFakeSource) Transactions(context.Context) ([]HeldPartition, error) {
 	return nil, s.failWith
 }
 
-func (s *apiFakeSource) OngoingTransactions(context.Context) ([]OngoingTransaction, error) {
-	return []OngoingTransaction{{TransactionalID: "tx-1", ProducerID: 5, State: "Ongoing", TimeoutMs: 60000, AgeMs: 1500,
-		Partitions: []TopicPartitions{{Topic: "orders", Partitions: []int32{0}}}}}, s.failWith
+func (s *apiFakeSource) OngoingTransactions(context.Context) (OngoingView, error) {
+	return OngoingView{Transactions: []OngoingTransaction{{TransactionalID: "tx-1", ProducerID: 5, State: "Ongoing", TimeoutMs: 60000,
+		AgeMs: 1500, Partitions: []TopicPartitions{{Topic: "orders", Partitions: []int32{0}}}}}}, s.failWith
 }
 
 func (s *apiFakeSource) AutoAbort(context.Context) (AutoAbortView, error) {

@@ -27,7 +27,7 @@ type fakeSource struct {
 	// huge partition, then report "canceled" and close canceled (if set).
 	slowTopic string
 	canceled  chan struct{}
-	ongoing   []OngoingTransaction
+	ongoing   OngoingView
 	autoAbort AutoAbortView
 }
 
@@ -98,7 +98,7 @@ func (f *fakeSource) Transactions(ctx context.Context) ([]HeldPartition, error) 
 	return out, ctx.Err()
 }
 
-func (f *fakeSource) OngoingTransactions(ctx context.Context) ([]OngoingTransaction, error) {
+func (f *fakeSource) OngoingTransactions(ctx context.Context) (OngoingView, error) {
 	return f.ongoing, ctx.Err()
 }
 

@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -21,9 +20,9 @@ type transactionsBody struct {
 	Held    []heldRow
 	Counts  classCounts
 	Ongoing []ongoingRow
-	// OngoingNote says why the coordinator's list is missing (loading).
-	OngoingNote string
-	AutoAbort   AutoAbortView
+	// OngoingErrors name the coordinators whose transactions are missing.
+	OngoingErrors []string
+	AutoAbort     AutoAbortView
 }
 
 type heldRow struct {
@@ -114,13 +113,11 @@ func (c *console) transactionsPage(r *http.Request) (*page, error) {
 		body.Held = append(body.Held, row)
 	}
 	ongoing, err := c.src.OngoingTransactions(ctx)
-	switch {
-	case errors.Is(err, ErrUnavailable):
-		body.OngoingNote = err.Error()
-	case err != nil:
+	if err != nil {
 		return nil, err
 	}
-	for _, o := range capRows(ongoing, "ongoing transactions", &p.Notes) {
+	body.OngoingErrors = ongoing.Errors
+	for _, o := range capRows(ongoing.Transactions, "ongoing transactions", &p.Notes) {
 		row := ongoingRow{OngoingTransaction: o}
 		if o.TimeoutMs > 0 && o.AgeMs >= 0 {
 			row.AgeW = min(100*float64(o.AgeMs)/float64(o.TimeoutMs), 100)

@@ -24,7 +24,8 @@ func heldFakeSource() *fakeSource {
 	pv1 := src.partitions[tpKey("orders", 1)]
 	pv1.Transactions = []TransactionView{{ProducerID: 12, FirstOffset: pv1.HW, Class: "open", Explanation: "beyond the HW"}}
 	src.partitions[tpKey("orders", 1)] = pv1
-	src.ongoing = []OngoingTransaction{
+	src.ongoing.Errors = []string{"broker 3: i/o timeout"}
+	src.ongoing.Transactions = []OngoingTransaction{
 		{TransactionalID: "etl-1", ProducerID: 11, State: "Ongoing", TimeoutMs: 60000, AgeMs: 2000, StartMs: fakeT0.UnixMilli() - 2000,
 			Partitions: []TopicPartitions{{Topic: "orders", Partitions: []int32{0, 1}}}},
 		{TransactionalID: "stuck", ProducerID: 13, State: "Ongoing", TimeoutMs: 1000, AgeMs: 90000, StartMs: fakeT0.UnixMilli() - 90000,
@@ -58,7 +59,7 @@ func TestConsoleTransactions(t *testing.T) {
 		`<span class="badge txn-orphan bad">orphan</span>`, "is hanging: the coordinator knows no transactional id",
 		`<code class="action">gregor txn abort orders/0 --start-offset 280</code>`,
 		"automatic abort is on: due 2025-01-02 03:13:05", `<code>etl-1</code> <span class="muted">Ongoing</span>`,
-		`data-txn="etl-1" data-state="Ongoing"`, `href="/ui/topics/orders/1">1</a>`, `data-txn="stuck"`, "past its timeout",
+		`data-txn="etl-1" data-state="Ongoing"`, "not asked: broker 3: i/o timeout", `href="/ui/topics/orders/1">1</a>`, `data-txn="stuck"`, "past its timeout",
 		`class="agefill w0"`, `class="agebar over"`,
 		`data-health="auto-abort" data-enabled="true"`, "on · 1 aborted",
 		`data-auto-abort="users/0" data-first-offset="5" data-result="aborted"`, "ABORT marker written",

@@ -53,9 +53,10 @@
 //	                                          each classified (open, timing_out,
 //	                                          completing, unreplicated, orphan,
 //	                                          unknown) with what ends it
-//	GET /v1/transactions/ongoing              []OngoingTransaction: the
-//	                                          transactions this broker's
-//	                                          coordinator has under way
+//	GET /v1/transactions/ongoing              OngoingView: the transactions
+//	                                          under way on every coordinator
+//	                                          (each with its broker), and the
+//	                                          coordinators not reached
 //	GET /v1/transactions/auto-abort           AutoAbortView: the automatic
 //	                                          abort of orphans (settings,
 //	                                          watched orphans, recent aborts)
@@ -150,8 +151,10 @@
 //	                                        explanation and what ends it (an
 //	                                        orphan's abort command, what the
 //	                                        automatic abort will do); the
-//	                                        coordinator's ongoing transactions
-//	                                        with age against timeout; the
+//	                                        ongoing transactions of every
+//	                                        coordinator, with age against
+//	                                        timeout (and the coordinators not
+//	                                        reached); the
 //	                                        automatic abort's settings, watched
 //	                                        orphans and aborts
 //	GET /ui/groups, /ui/groups/{group}      groups; members, assignments,

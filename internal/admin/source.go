@@ -47,9 +47,9 @@ type Source interface {
 	// transaction holds back, each holder classified by the
 	// hanging-transaction detector, sorted by topic and partition.
 	Transactions(ctx context.Context) ([]HeldPartition, error)
-	// OngoingTransactions lists the transactions this broker's transaction
-	// coordinator has under way, by transactional id.
-	OngoingTransactions(ctx context.Context) ([]OngoingTransaction, error)
+	// OngoingTransactions lists the transactions every transaction
+	// coordinator it can ask has under way, by transactional id.
+	OngoingTransactions(ctx context.Context) (OngoingView, error)
 	// AutoAbort is the automatic abort of orphaned transactions.
 	AutoAbort(ctx context.Context) (AutoAbortView, error)
 	// Records reads a bounded page of records from one partition, up to

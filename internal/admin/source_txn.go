@@ -1,12 +1,23 @@
 package admin
 
-// OngoingTransaction is one transaction the transaction coordinator on this
-// broker has under way (Ongoing, or decided with its markers being
-// written), as DescribeTransactions describes it.
+// OngoingView is every transaction under way in the cluster, as the
+// coordinators that could be asked describe them.
+type OngoingView struct {
+	Transactions []OngoingTransaction `json:"transactions"`
+	// Errors name the coordinators that could not be asked (loading,
+	// unreachable): their transactions are missing.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// OngoingTransaction is one transaction a transaction coordinator has under
+// way (Ongoing, or decided with its markers being written), as
+// DescribeTransactions describes it.
 type OngoingTransaction struct {
 	TransactionalID string `json:"transactional_id"`
-	ProducerID      int64  `json:"producer_id"`
-	ProducerEpoch   int16  `json:"producer_epoch"`
+	// Coordinator is the broker whose coordinator has it.
+	Coordinator   int32 `json:"coordinator"`
+	ProducerID    int64 `json:"producer_id"`
+	ProducerEpoch int16 `json:"producer_epoch"`
 	// State is Kafka's: Ongoing, PrepareCommit, PrepareAbort.
 	State     string `json:"state"`
 	TimeoutMs int32  `json:"timeout_ms"`

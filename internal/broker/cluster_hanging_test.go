@@ -80,6 +80,28 @@ func TestClusterHangingTransactionView(t *testing.T) {
 	if len(coordinators) < 2 {
 		t.Logf("held's partitions are led by %v only", coordinators)
 	}
+	// Every node lists the open transaction among the ongoing ones, with
+	// its coordinator, whichever node that is.
+	seen := map[int32]bool{}
+	for _, b := range c.Running() {
+		ov, err := b.Source().OngoingTransactions(ctx)
+		if err != nil || len(ov.Errors) != 0 {
+			t.Fatalf("node %d: ongoing transactions: %v %v", b.Config().NodeID(), err, ov.Errors)
+		}
+		var coordinator int32 = -1
+		for _, o := range ov.Transactions {
+			if o.TransactionalID == "held-open" && o.State == "Ongoing" && len(o.Partitions) == 1 && len(o.Partitions[0].Partitions) == parts {
+				coordinator = o.Coordinator
+			}
+		}
+		if coordinator < 1 {
+			t.Errorf("node %d does not list held-open among %+v", b.Config().NodeID(), ov.Transactions)
+		}
+		seen[coordinator] = true
+	}
+	if len(seen) != 1 {
+		t.Errorf("the nodes name different coordinators of held-open: %v", seen)
+	}
 	if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,8 @@
 // broker's coordinator, then, for a producer id it does not know, the other
 // brokers' coordinators over the inter-broker listener (ListTransactions
 // filtered by producer id, DescribeTransactions; with an authorizer an
-// empty answer is unknown, not orphan)
+// empty answer is unknown, not orphan); the console's list of ongoing
+// transactions asks every coordinator the same way
 // → the admin JSON API, web console and metrics are registered → heartbeats
 // ask to be unfenced → once the controller has unfenced the broker and the
 // entry that did is published here, Ready is closed and Run serves clients.

@@ -24,8 +24,47 @@ type txnViews struct{ b *Broker }
 // for an unresponsive broker, per producer id it does not know.
 const peerTimeout = 2 * time.Second
 
-func (v txnViews) List(ctx context.Context, f txn.ListFilter) ([]txn.Description, error) {
-	return v.b.txns.List(ctx, f)
+// ongoingStates are the states of a transaction under way.
+var ongoingStates = []txn.State{txn.Ongoing, txn.PrepareCommit, txn.PrepareAbort}
+
+// Ongoing lists the transactions under way on this broker's coordinator
+// and on every other broker leading a __transaction_state partition, by
+// broker id; errs says which could not be asked.
+func (v txnViews) Ongoing(ctx context.Context) (map[int32][]txn.Description, []error) {
+	self := v.b.layout.NodeID
+	out := map[int32][]txn.Description{}
+	var errs []error
+	local, err := v.b.txns.List(ctx, txn.ListFilter{States: ongoingStates, MinDurationMs: -1})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("broker %d (this one): %w", self, err))
+	}
+	out[self] = local
+	im := v.b.Metadata()
+	t := im.Topic(txn.StateTopic)
+	if t == nil {
+		return out, errs
+	}
+	var peers []int32
+	for p := range int32(len(t.Partitions)) {
+		switch leader := im.Partition(txn.StateTopic, p).Leader; {
+		case leader < 0:
+			errs = append(errs, fmt.Errorf("%s partition %d has no leader", txn.StateTopic, p))
+		case leader != self && !slices.Contains(peers, leader):
+			peers = append(peers, leader)
+		}
+	}
+	slices.Sort(peers)
+	for _, id := range peers {
+		qctx, cancel := context.WithTimeout(ctx, peerTimeout)
+		ds, err := v.b.coordPeers.Ongoing(qctx, id, ongoingStates)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", id, err))
+			continue
+		}
+		out[id] = ds
+	}
+	return out, errs
 }
 
 func (v txnViews) ForProducer(ctx context.Context, pid int64) txn.CoordinatorView {

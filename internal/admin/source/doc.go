@@ -27,10 +27,11 @@
 //     OpenTransactions and, for each producer id, the transaction
 //     coordinator's view (Deps.Txns), classified by txn.Diagnose (the
 //     hanging-transaction detector); PartitionView.Transactions and
-//     /v1/transactions; the coordinator's transactions under way (its List
-//     filtered to Ongoing and Prepare*; ErrUnavailable while a
-//     __transaction_state partition loads); the automatic abort's state
-//     (Deps.Orphans, *txn.OrphanAborter);
+//     /v1/transactions (in a cluster Deps.Txns also asks the other brokers'
+//     coordinators about producer ids its own does not know); the
+//     transactions under way (Ongoing, Prepare*) on every coordinator
+//     Deps.Txns can ask, the others named in OngoingView.Errors; the
+//     automatic abort's state (Deps.Orphans, *txn.OrphanAborter);
 //   - log dirs: FS.DiskUsage for each dir, the log manager's logs in it and
 //     the stray logs it set aside there; which dir holds the metadata.
 //

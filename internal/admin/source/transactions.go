@@ -2,11 +2,7 @@ package source
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sort"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/log"
@@ -18,7 +14,10 @@ import (
 // producer id, for the hanging-transaction detector, and its transactions.
 type Txns interface {
 	ForProducer(ctx context.Context, pid int64) txn.CoordinatorView
-	List(ctx context.Context, f txn.ListFilter) ([]txn.Description, error)
+	// Ongoing lists the transactions under way (Ongoing, Prepare*) on
+	// every coordinator it can ask, by broker id; errs says which it
+	// could not.
+	Ongoing(ctx context.Context) (byBroker map[int32][]txn.Description, errs []error)
 }
 
 // Orphans is the automatic abort of orphaned transactions
@@ -88,40 +87,42 @@ func (s *Source) Transactions(ctx context.Context) ([]admin.HeldPartition, error
 	return out, nil
 }
 
-// OngoingTransactions lists the coordinator's transactions under way
-// (Ongoing, PrepareCommit, PrepareAbort).
-func (s *Source) OngoingTransactions(ctx context.Context) ([]admin.OngoingTransaction, error) {
-	out := []admin.OngoingTransaction{}
+// OngoingTransactions lists the transactions under way on every
+// transaction coordinator (Deps.Txns), by transactional id.
+func (s *Source) OngoingTransactions(ctx context.Context) (admin.OngoingView, error) {
+	v := admin.OngoingView{Transactions: []admin.OngoingTransaction{}}
 	if s.d.Txns == nil {
-		return out, nil
+		return v, nil
 	}
-	list, err := s.d.Txns.List(ctx, txn.ListFilter{States: []txn.State{txn.Ongoing, txn.PrepareCommit, txn.PrepareAbort},
-		MinDurationMs: -1})
-	if errors.Is(err, kerr.CoordinatorLoadInProgress) {
-		return nil, fmt.Errorf("%w: %v", admin.ErrUnavailable, err)
+	byBroker, errs := s.d.Txns.Ongoing(ctx)
+	for _, err := range errs {
+		v.Errors = append(v.Errors, err.Error())
 	}
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].TransactionalID < list[j].TransactionalID })
 	nowMs := s.d.Clock.Now().UnixMilli()
-	for _, d := range list {
-		o := admin.OngoingTransaction{TransactionalID: d.TransactionalID, ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
-			State: d.State.String(), TimeoutMs: d.TimeoutMs, StartMs: d.StartMs, AgeMs: -1, LastUpdateMs: d.LastUpdateMs,
-			Partitions: []admin.TopicPartitions{}}
-		if d.StartMs >= 0 {
-			o.AgeMs = max(nowMs-d.StartMs, 0)
+	for broker, list := range byBroker {
+		for _, d := range list {
+			v.Transactions = append(v.Transactions, ongoingView(broker, d, nowMs))
 		}
-		for _, tp := range d.Partitions {
-			if n := len(o.Partitions); n == 0 || o.Partitions[n-1].Topic != tp.Topic {
-				o.Partitions = append(o.Partitions, admin.TopicPartitions{Topic: tp.Topic})
-			}
-			last := &o.Partitions[len(o.Partitions)-1]
-			last.Partitions = append(last.Partitions, tp.Partition)
-		}
-		out = append(out, o)
 	}
-	return out, nil
+	sort.Slice(v.Transactions, func(i, j int) bool { return v.Transactions[i].TransactionalID < v.Transactions[j].TransactionalID })
+	return v, ctx.Err()
+}
+
+func ongoingView(broker int32, d txn.Description, nowMs int64) admin.OngoingTransaction {
+	o := admin.OngoingTransaction{TransactionalID: d.TransactionalID, Coordinator: broker, ProducerID: d.ProducerID,
+		ProducerEpoch: d.ProducerEpoch, State: d.State.String(), TimeoutMs: d.TimeoutMs, StartMs: d.StartMs, AgeMs: -1,
+		LastUpdateMs: d.LastUpdateMs, Partitions: []admin.TopicPartitions{}}
+	if d.StartMs >= 0 {
+		o.AgeMs = max(nowMs-d.StartMs, 0)
+	}
+	for _, tp := range d.Partitions {
+		if n := len(o.Partitions); n == 0 || o.Partitions[n-1].Topic != tp.Topic {
+			o.Partitions = append(o.Partitions, admin.TopicPartitions{Topic: tp.Topic})
+		}
+		last := &o.Partitions[len(o.Partitions)-1]
+		last.Partitions = append(last.Partitions, tp.Partition)
+	}
+	return o
 }
 
 // AutoAbort is the automatic abort's state; without one (Deps.Orphans nil)
