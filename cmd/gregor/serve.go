@@ -19,16 +19,45 @@ import (
 
 // Single-node defaults for `gregor serve` with no flags: Kafka's KRaft
 // combined-mode identity, a loopback listener and a local data directory.
+// The internal topics' replication is set by internalReplication from the
+// number of voters.
 var serveDefaults = map[string]string{
-	"node.id":                                  "1",
-	"process.roles":                            "broker,controller",
-	"controller.listener.names":                "CONTROLLER",
-	"listeners":                                "PLAINTEXT://127.0.0.1:9092",
-	"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-	"log.dirs":                                 "./gregor-data",
-	"offsets.topic.replication.factor":         "1",
-	"transaction.state.log.replication.factor": "1",
-	"transaction.state.log.min.isr":            "1",
+	"node.id":                        "1",
+	"process.roles":                  "broker,controller",
+	"controller.listener.names":      "CONTROLLER",
+	"listeners":                      "PLAINTEXT://127.0.0.1:9092",
+	"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+	"log.dirs":                       "./gregor-data",
+}
+
+// internalReplication are the defaults of the internal topics' replication
+// for a quorum of voters nodes, where neither --config nor --set names
+// them: Kafka's own (3 replicas, min ISR 2) from three voters up, as many
+// replicas as there are voters below (one node: 1 and 1, as Kafka's sample
+// server.properties; two: 2 and 1). A cluster whose __transaction_state
+// and __consumer_offsets had one replica would lose its coordinators with
+// any node: nothing could move them, and transactional clients would dial
+// the dead node until it came back.
+func internalReplication(voters int) map[string]string {
+	rf := min(max(voters, 1), 3)
+	isr := strconv.Itoa(max(min(rf-1, 2), 1))
+	return map[string]string{
+		"offsets.topic.replication.factor":         strconv.Itoa(rf),
+		"transaction.state.log.replication.factor": strconv.Itoa(rf),
+		"transaction.state.log.min.isr":            isr,
+	}
+}
+
+// voterCount is the number of entries of controller.quorum.voters (1 when
+// empty: this node alone).
+func voterCount(voters string) int {
+	n := 0
+	for _, v := range strings.Split(voters, ",") {
+		if strings.TrimSpace(v) != "" {
+			n++
+		}
+	}
+	return max(n, 1)
 }
 
 // configFlags are the flags that make the broker configuration: serve and
@@ -59,9 +88,10 @@ func (f *configFlags) register(cmd *cobra.Command) {
 
 // props layers the single-node defaults, --config, each --set, and the
 // dedicated flags (--data-dir, --node-id, --voters, --listen,
-// --controller-listen), later ones winning.
+// --controller-listen), later ones winning; then the internal topics'
+// replication for the number of voters where --config and --set leave it.
 func (f *configFlags) props() (map[string]string, error) {
-	props := map[string]string{}
+	props, explicit := map[string]string{}, map[string]bool{}
 	for k, v := range serveDefaults {
 		props[k] = v
 	}
@@ -72,6 +102,7 @@ func (f *configFlags) props() (map[string]string, error) {
 		}
 		for k, v := range loaded {
 			props[k] = v
+			explicit[k] = true
 		}
 	}
 	for _, kv := range f.sets {
@@ -80,6 +111,7 @@ func (f *configFlags) props() (map[string]string, error) {
 			return nil, fmt.Errorf("--set %q: want key=value", kv)
 		}
 		props[strings.TrimSpace(k)] = v
+		explicit[strings.TrimSpace(k)] = true
 	}
 	if f.dataDir != "" {
 		props["log.dirs"] = f.dataDir
@@ -91,6 +123,11 @@ func (f *configFlags) props() (map[string]string, error) {
 	}
 	if f.voters != "" {
 		props["controller.quorum.voters"] = f.voters
+	}
+	for k, v := range internalReplication(voterCount(props["controller.quorum.voters"])) {
+		if !explicit[k] {
+			props[k] = v
+		}
 	}
 	return props, f.setListeners(props)
 }

@@ -1,0 +1,711 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The Jepsen-style transaction checker on three `gregor serve` processes
+// (design note §3, §7.3; the single-node one is test/e2e TestTxnJepsen).
+// Every topic is replicated three times with min ISR 2: the data topic,
+// __transaction_state and __consumer_offsets. Each round starts
+// transactional producers whose ids are chosen so that their transaction
+// coordinator (the leader of their __transaction_state partition) is on a
+// given node, runs them, SIGKILLs a node while transactions are in flight,
+// waits for commits to go on without it, restarts it and lets them run on:
+//
+//   - coordinator: the coordinators' node, which leads no data partition;
+//   - data: the leader of data partition 0, not the coordinators' node;
+//   - both: a node that is the coordinators' and data partition 0's leader.
+//
+// Each transaction is the transactional half of a consume-transform-produce:
+// it writes an output record for each of the next input positions of its
+// producer's group (a virtual input: position i of group g is "g/i"), to
+// random data partitions, and commits the group's offset past them
+// (AddOffsetsToTxn and TxnOffsetCommit, as kgo's GroupTransactSession does),
+// then commits or (one in five) aborts. A producer whose end of a
+// transaction was not answered marks it unknown, replaces its client (the
+// new InitProducerId fences the old one and aborts what it left open) and
+// resumes from its group's stable committed offset. read_committed consumers
+// poll throughout. After the last round an end record is written to every
+// data partition and everything is read read_committed; the history is
+// checked for:
+//
+//   - aborted read: a value of an aborted transaction was read;
+//   - uncommitted read: a polled value is not in the final read (its
+//     transaction did not commit);
+//   - lost write: a committed transaction's values are not in the final read;
+//   - torn transaction: some of a transaction's values are read, not all;
+//   - duplicate: a value at two offsets, or an input position transformed
+//     into two committed outputs;
+//   - inconsistent offsets: a partition offset read with two values;
+//   - group offset: a group's committed offset is not the end of its last
+//     committed transaction, or the outputs of the positions below it are
+//     not read exactly once, or outputs above it are read;
+//   - nonmonotonic poll, unstable read: as in the single-node checker.
+//
+// Then every replica of the data partitions, of __transaction_state and of
+// __consumer_offsets holds the same bytes. go test runs the three rounds
+// once with two producers; GREGOR_LONG=1 three times each with three
+// producers and longer rounds.
+func TestClusterTxnJepsen(t *testing.T) {
+	cfg := clusterJepsenConfig{producers: 2, before: 3, after: 3, records: 3,
+		rounds: []string{"coordinator", "data", "both"}}
+	if os.Getenv("GREGOR_LONG") != "" {
+		cfg = clusterJepsenConfig{producers: 3, before: 15, after: 15, records: 4}
+		for range 3 {
+			cfg.rounds = append(cfg.rounds, "coordinator", "data", "both")
+		}
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("GREGOR_JEPSEN_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (GREGOR_JEPSEN_SEED)", seed)
+	cfg.seed = seed
+	start := time.Now()
+	c := newClusterWith(t, 3, func(c *cluster) {
+		for _, nd := range c.nodes {
+			nd.extra = []string{"--set", "transaction.state.log.num.partitions=3", "--set", "offsets.topic.num.partitions=3",
+				"--set", "min.insync.replicas=2", "--set", "gregor.ack.fsync=false",
+				"--set", "transaction.abort.timed.out.transaction.cleanup.interval.ms=500"}
+		}
+	})
+	h := runClusterJepsen(t, c, cfg)
+	h.check(t)
+	for _, topic := range []string{jepData, "__transaction_state", "__consumer_offsets"} {
+		parts := int32(3)
+		if topic == jepData {
+			parts = jepParts
+		}
+		checkReplicasEqual(t, c, topic, parts)
+	}
+	t.Logf("%v in all (cluster start to replicas checked)", time.Since(start).Round(100*time.Millisecond))
+}
+
+const (
+	jepData  = "jep"
+	jepInput = "jepin" // the virtual input's topic: it holds no records, its offsets are the groups'
+	jepParts = 2
+)
+
+type clusterJepsenConfig struct {
+	producers, before, after, records int
+	rounds                            []string
+	seed                              uint64
+}
+
+type jtxnOutcome int
+
+const (
+	jCommitted jtxnOutcome = iota
+	jAborted
+	jUnknown
+)
+
+func (o jtxnOutcome) String() string { return [...]string{"committed", "aborted", "unknown"}[o] }
+
+// jtxn is one transaction: its values, the input positions [from, to) of
+// its group it transformed, and its outcome as its client saw it.
+type jtxn struct {
+	group    string
+	from, to int64
+	values   []string
+	result   jtxnOutcome
+}
+
+type jobs struct {
+	consumer  int
+	partition int32
+	offset    int64
+}
+
+// jhistory is what a cluster run saw.
+type jhistory struct {
+	mu        sync.Mutex
+	txns      map[string]*jtxn
+	valueTxn  map[string]string
+	reads     map[string][]jobs
+	final     map[string][]jobs
+	offsets   map[string]int64 // each group's committed offset at the end
+	anomalies map[string][]string
+	kills     []string
+	committed atomic.Int64
+}
+
+func (h *jhistory) anomaly(kind, format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.anomalies[kind] = append(h.anomalies[kind], fmt.Sprintf(format, args...))
+}
+
+func (c *cluster) seeds() []string {
+	var s []string
+	for _, nd := range c.nodes {
+		s = append(s, nd.client)
+	}
+	return s
+}
+
+func runClusterJepsen(t *testing.T, c *cluster, cfg clusterJepsenConfig) *jhistory {
+	adm := kadm.NewClient(c.client())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	for topic, parts := range map[string]int32{jepData: jepParts, jepInput: 1} {
+		resp, err := adm.CreateTopic(ctx, parts, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+		if err != nil || resp.Err != nil {
+			t.Fatalf("create %s: %v / %v", topic, err, resp.Err)
+		}
+	}
+	// The internal topics are created on first use.
+	if !poll(60*time.Second, func() bool {
+		g, tx := adm.FindGroupCoordinators(ctx, "jep-g")["jep-g"], adm.FindTxnCoordinators(ctx, "jep-t")["jep-t"]
+		return g.Err == nil && tx.Err == nil
+	}) {
+		t.Fatal("no group or transaction coordinator within 60s")
+	}
+	h := &jhistory{txns: map[string]*jtxn{}, valueTxn: map[string]string{}, reads: map[string][]jobs{},
+		final: map[string][]jobs{}, offsets: map[string]int64{}, anomalies: map[string][]string{}}
+	stopReading := make(chan struct{})
+	var readers sync.WaitGroup
+	for i := range 2 {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			h.read(ctx, t, c.seeds(), i, stopReading)
+		}()
+	}
+	rng := rand.New(rand.NewPCG(cfg.seed, 1))
+	var groups []string
+	for r, scenario := range cfg.rounds {
+		groups = append(groups, h.round(ctx, t, c, adm, cfg, r, scenario, rng.Uint64())...)
+	}
+	close(stopReading)
+	readers.Wait()
+	h.drain(ctx, t, c)
+	ocl := c.client()
+	for _, g := range groups {
+		h.offsets[g] = stableOffset(ctx, t, ocl, g)
+	}
+	return h
+}
+
+// round runs one kill scenario and returns its producers' groups.
+func (h *jhistory) round(ctx context.Context, t *testing.T, c *cluster, adm *kadm.Client, cfg clusterJepsenConfig,
+	r int, scenario string, seed uint64) []string {
+	roundStart := time.Now()
+	for topic, parts := range map[string]int32{jepData: jepParts, "__transaction_state": 3, "__consumer_offsets": 3} {
+		waitFullISR(t, c, topic, parts)
+	}
+	// Leadership back on the preferred replicas, so that a node leads no
+	// data partition and another leads data partition 0.
+	ectx, ecancel := context.WithTimeout(ctx, 10*time.Second)
+	_, _ = adm.ElectLeaders(ectx, kadm.ElectPreferredReplica, nil)
+	ecancel()
+	l0, _ := leaderOf(t, c, jepData, 0)
+	l1, _ := leaderOf(t, c, jepData, 1)
+	free := int32(-1)
+	for _, nd := range c.nodes {
+		if nd.id != l0 && nd.id != l1 {
+			free = nd.id
+		}
+	}
+	var coord, victim int32
+	switch scenario {
+	case "coordinator":
+		coord, victim = free, free
+	case "data":
+		coord, victim = free, l0
+	case "both":
+		coord, victim = l0, l0
+	}
+	if coord < 0 {
+		t.Fatalf("round %d (%s): every node leads a data partition (leaders %d, %d)", r, scenario, l0, l1)
+	}
+	ids := txnIDsOn(ctx, t, adm, fmt.Sprintf("jep-r%d", r), coord, cfg.producers)
+	stop := make(chan struct{})
+	var workers sync.WaitGroup
+	var groups []string
+	for w := range cfg.producers {
+		group := fmt.Sprintf("jep-g-r%d-w%d", r, w)
+		groups = append(groups, group)
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			h.produce(ctx, t, c, fmt.Sprintf("r%d-w%d", r, w), ids[w], group, cfg, seed+uint64(w), stop)
+		}()
+	}
+	waitCommits := func(n int64, what string) {
+		t.Helper()
+		want := h.committed.Load() + n
+		if !poll(90*time.Second, func() bool { return h.committed.Load() >= want }) {
+			close(stop)
+			workers.Wait()
+			t.Fatalf("round %d (%s): %d commits did not come %s (at %d)", r, scenario, n, what, h.committed.Load())
+		}
+	}
+	waitCommits(int64(cfg.producers*cfg.before), "before the kill")
+	killed := time.Now()
+	c.sigkill(victim)
+	waitCommits(int64(cfg.producers*cfg.after), fmt.Sprintf("after node %d was killed", victim))
+	moved := time.Since(killed)
+	c.start(victim)
+	c.waitReady(victim, 60*time.Second)
+	waitCommits(int64(cfg.producers*cfg.after), fmt.Sprintf("after node %d restarted", victim))
+	close(stop)
+	workers.Wait()
+	h.kills = append(h.kills, fmt.Sprintf("%s: node %d (coordinator %d, data leaders %d/%d), %d commits %v after the kill; round %v",
+		scenario, victim, coord, l0, l1, cfg.producers*cfg.after, moved.Round(10*time.Millisecond),
+		time.Since(roundStart).Round(10*time.Millisecond)))
+	return groups
+}
+
+// txnIDsOn finds n transactional ids with prefix whose coordinator is node.
+func txnIDsOn(ctx context.Context, t *testing.T, adm *kadm.Client, prefix string, node int32, n int) []string {
+	t.Helper()
+	var ids []string
+	for batch := 0; batch < 20 && len(ids) < n; batch++ {
+		var cands []string
+		for i := range 30 {
+			cands = append(cands, fmt.Sprintf("%s-%d", prefix, batch*30+i))
+		}
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		resp := adm.FindTxnCoordinators(fctx, cands...)
+		cancel()
+		for _, id := range cands {
+			if r := resp[id]; r.Err == nil && r.NodeID == node && len(ids) < n {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) < n {
+		t.Fatalf("only %d of %d transactional ids with prefix %s found coordinated by node %d", len(ids), n, prefix, node)
+	}
+	return ids
+}
+
+// jepClient is a client of every node of c (dead ones included: kgo skips
+// them) with opts; kgo's log goes to GREGOR_JEPSEN_KGOLOG/name.log if set.
+func jepClient(c *cluster, name string, opts ...kgo.Opt) (*kgo.Client, error) {
+	if dir := os.Getenv("GREGOR_JEPSEN_KGOLOG"); dir != "" {
+		f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug, func() string {
+				return time.Now().Format("15:04:05.000 ")
+			})))
+		}
+	}
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.seeds()...)}, opts...)...)
+}
+
+// produce runs one producer's transactions until stop.
+func (h *jhistory) produce(ctx context.Context, t *testing.T, c *cluster, name, id, group string, cfg clusterJepsenConfig,
+	seed uint64, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var cl *kgo.Client
+	var pos int64
+	// connect replaces the client and resumes from the group's stable
+	// offset: the new client's InitProducerId fences the old one and ends
+	// what it left open, so the offset is its transactions' outcome.
+	connect := func() bool {
+		if cl != nil {
+			cl.Close()
+		}
+		for attempt := 0; ; attempt++ {
+			var err error
+			cl, err = jepClient(c, name, kgo.TransactionalID(id), kgo.TransactionTimeout(10*time.Second),
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(100), kgo.RetryTimeout(30*time.Second))
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			if _, _, err = cl.ProducerID(ictx); err == nil {
+				pos, err = stableOffsetErr(ictx, cl, group)
+			}
+			cancel()
+			if err == nil {
+				pos = max(pos, 0)
+				return true
+			}
+			cl.Close()
+			if attempt == 5 || ctx.Err() != nil {
+				t.Errorf("%s: no producer id and stable offset after %d attempts: %v", name, attempt+1, err)
+				return false
+			}
+		}
+	}
+	if !connect() {
+		return
+	}
+	defer func() { cl.Close() }()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		tname := fmt.Sprintf("%s-t%d", name, i)
+		k := int64(1 + rng.IntN(cfg.records))
+		tx := &jtxn{group: group, from: pos, to: pos + k, result: jUnknown}
+		var recs []*kgo.Record
+		for j := range k {
+			v := fmt.Sprintf("%s|%s/%d", tname, group, pos+j)
+			tx.values = append(tx.values, v)
+			recs = append(recs, &kgo.Record{Topic: jepData, Partition: int32(rng.IntN(jepParts)), Value: []byte(v)})
+		}
+		h.mu.Lock()
+		h.txns[tname] = tx
+		for _, v := range tx.values {
+			h.valueTxn[v] = tname
+		}
+		h.mu.Unlock()
+		commit := rng.IntN(5) != 0
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := cl.BeginTransaction()
+		if err != nil {
+			// Nothing was written: this transaction never began.
+			cancel()
+			tx.result = jAborted
+			if !connect() {
+				return
+			}
+			continue
+		}
+		err = cl.ProduceSync(tctx, recs...).FirstErr()
+		if err == nil {
+			err = commitTxnOffset(tctx, cl, id, group, tx.to)
+		}
+		end := kgo.TransactionEndTry(commit && err == nil)
+		if cl.EndTransaction(tctx, end) == nil {
+			tx.result = jAborted
+			if end == kgo.TryCommit {
+				tx.result = jCommitted
+			}
+		}
+		cancel()
+		switch tx.result {
+		case jCommitted:
+			pos = tx.to
+			h.committed.Add(1)
+		case jUnknown:
+			if !connect() {
+				return
+			}
+		}
+	}
+}
+
+// commitTxnOffset adds group's offsets to cl's transaction and commits
+// offset for the input topic in it.
+func commitTxnOffset(ctx context.Context, cl *kgo.Client, id, group string, offset int64) error {
+	pid, epoch, err := cl.ProducerID(ctx)
+	if err != nil {
+		return err
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid, epoch, group
+	resp, err := ao.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return fmt.Errorf("AddOffsetsToTxn: %w", err)
+	}
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = id, group, pid, epoch
+	tc.Generation, tc.MemberID = -1, ""
+	tt := kmsg.NewTxnOffsetCommitRequestTopic()
+	tt.Topic = jepInput
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset, tp.LeaderEpoch = 0, offset, -1
+	tt.Partitions = append(tt.Partitions, tp)
+	tc.Topics = append(tc.Topics, tt)
+	tr, err := tc.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(tr.Topics[0].Partitions[0].ErrorCode); err != nil {
+		return fmt.Errorf("TxnOffsetCommit: %w", err)
+	}
+	return nil
+}
+
+// stableOffsetErr is group's committed offset of the input (-1: none),
+// waiting out a pending transactional commit (RequireStable).
+func stableOffsetErr(ctx context.Context, cl *kgo.Client, group string) (int64, error) {
+	for {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group, req.RequireStable = group, true
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = jepInput, []int32{0}
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return -1, err
+		}
+		code := resp.ErrorCode
+		if len(resp.Groups) > 0 {
+			code = resp.Groups[0].ErrorCode
+		}
+		var off int64 = -1
+		for _, g := range resp.Groups {
+			for _, t := range g.Topics {
+				for _, p := range t.Partitions {
+					off, code = p.Offset, max(code, p.ErrorCode)
+				}
+			}
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				off, code = p.Offset, max(code, p.ErrorCode)
+			}
+		}
+		err = kerr.ErrorForCode(code)
+		if err == nil {
+			return off, nil
+		}
+		if !kerr.IsRetriable(err) {
+			return -1, err
+		}
+		select {
+		case <-ctx.Done():
+			return -1, fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func stableOffset(ctx context.Context, t *testing.T, cl *kgo.Client, group string) int64 {
+	t.Helper()
+	fctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	off, err := stableOffsetErr(fctx, cl, group)
+	if err != nil {
+		t.Fatalf("the committed offset of %s: %v", group, err)
+	}
+	return off
+}
+
+// read polls the data topic from the start, read_committed, until stop.
+func (h *jhistory) read(ctx context.Context, t *testing.T, seeds []string, i int, stop <-chan struct{}) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(jepData),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cl.Close()
+	last := map[int32]int64{}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		h.observe(fs, i, last, h.reads)
+	}
+}
+
+func (h *jhistory) observe(fs kgo.Fetches, consumer int, last map[int32]int64, into map[string][]jobs) {
+	fs.EachPartition(func(p kgo.FetchTopicPartition) {
+		if p.LastStableOffset > p.HighWatermark && p.HighWatermark >= 0 {
+			h.anomaly("unstable read", "consumer %d partition %d: LSO %d above HW %d", consumer, p.Partition, p.LastStableOffset, p.HighWatermark)
+		}
+		for _, r := range p.Records {
+			if r.Offset >= p.LastStableOffset && p.LastStableOffset >= 0 {
+				h.anomaly("unstable read", "consumer %d partition %d: offset %d at or above the LSO %d", consumer, p.Partition, r.Offset, p.LastStableOffset)
+			}
+			if prev, ok := last[p.Partition]; ok && r.Offset <= prev {
+				h.anomaly("nonmonotonic poll", "consumer %d partition %d: offset %d after %d", consumer, p.Partition, r.Offset, prev)
+			}
+			last[p.Partition] = r.Offset
+			h.mu.Lock()
+			into[string(r.Value)] = append(into[string(r.Value)], jobs{consumer: consumer, partition: p.Partition, offset: r.Offset})
+			h.mu.Unlock()
+		}
+	})
+}
+
+// drain writes an end record to every data partition and reads
+// read_committed up to each one's end record, into h.final.
+func (h *jhistory) drain(ctx context.Context, t *testing.T, c *cluster) {
+	end := "end-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	pcl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for p := range int32(jepParts) {
+		if err := pcl.ProduceSync(ctx, &kgo.Record{Topic: jepData, Partition: p, Value: []byte(end)}).FirstErr(); err != nil {
+			t.Fatalf("end record: %v", err)
+		}
+	}
+	cl := c.client(kgo.ConsumeTopics(jepData), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	seen := map[int32]bool{}
+	last := map[int32]int64{}
+	for len(seen) < jepParts {
+		fs := cl.PollFetches(dctx)
+		if dctx.Err() != nil {
+			t.Fatalf("final read: end records of %d of %d partitions after 60s", len(seen), jepParts)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == end {
+				seen[r.Partition] = true
+			}
+		})
+		h.observe(fs, -1, last, h.final)
+	}
+}
+
+// jepKinds are the anomalies the checker looks for.
+var jepKinds = []string{"aborted read", "uncommitted read", "lost write", "torn transaction", "duplicate",
+	"inconsistent offsets", "group offset", "nonmonotonic poll", "unstable read"}
+
+func (h *jhistory) check(t *testing.T) {
+	counts := map[jtxnOutcome]int{}
+	records := 0
+	for _, tx := range h.txns {
+		counts[tx.result]++
+		records += len(tx.values)
+	}
+	h.checkReads()
+	h.checkTxns()
+	h.checkGroups()
+	for _, k := range h.kills {
+		t.Logf("kill %s", k)
+	}
+	t.Logf("transactions: %d committed, %d aborted, %d unknown (%d records); %d kills; %d values in the final read, %d distinct values polled; %d groups",
+		counts[jCommitted], counts[jAborted], counts[jUnknown], records, len(h.kills), len(h.final), len(h.reads), len(h.offsets))
+	var found []string
+	for _, k := range jepKinds {
+		found = append(found, fmt.Sprintf("%s %d", k, len(h.anomalies[k])))
+	}
+	t.Logf("anomalies: %s", strings.Join(found, ", "))
+	for _, k := range jepKinds {
+		if a := h.anomalies[k]; len(a) > 0 {
+			t.Errorf("%s: %d, e.g. %v", k, len(a), a[:min(len(a), 5)])
+		}
+	}
+	if counts[jCommitted] == 0 {
+		t.Error("no transaction committed: the history checks nothing")
+	}
+}
+
+// checkReads: what was polled and read at the end against the outcomes.
+func (h *jhistory) checkReads() {
+	at := map[[2]int64]string{}
+	for _, m := range []map[string][]jobs{h.reads, h.final} {
+		for v, obs := range m {
+			for _, o := range obs {
+				k := [2]int64{int64(o.partition), o.offset}
+				if prev, ok := at[k]; ok && prev != v {
+					h.anomaly("inconsistent offsets", "partition %d offset %d read as %s and %s", o.partition, o.offset, prev, v)
+				}
+				at[k] = v
+			}
+		}
+	}
+	for v, obs := range h.reads {
+		name, ok := h.valueTxn[v]
+		if !ok {
+			continue
+		}
+		switch {
+		case h.txns[name].result == jAborted:
+			h.anomaly("aborted read", "%s (aborted) polled at partition %d offset %d", v, obs[0].partition, obs[0].offset)
+		case len(h.final[v]) == 0:
+			h.anomaly("uncommitted read", "%s (%v) polled at partition %d offset %d, not in the final read",
+				v, h.txns[name].result, obs[0].partition, obs[0].offset)
+		}
+	}
+	for v, obs := range h.final {
+		name, ok := h.valueTxn[v]
+		if !ok {
+			continue // the end records
+		}
+		if h.txns[name].result == jAborted {
+			h.anomaly("aborted read", "%s (aborted) in the final read", v)
+		}
+		offsets := map[[2]int64]bool{}
+		for _, o := range obs {
+			offsets[[2]int64{int64(o.partition), o.offset}] = true
+		}
+		if len(offsets) > 1 {
+			h.anomaly("duplicate", "%s at %v", v, offsets)
+		}
+	}
+}
+
+// checkTxns: each transaction whole or not at all, committed ones whole.
+func (h *jhistory) checkTxns() {
+	for name, tx := range h.txns {
+		present := 0
+		for _, v := range tx.values {
+			if len(h.final[v]) > 0 {
+				present++
+			}
+		}
+		switch {
+		case present > 0 && present < len(tx.values):
+			h.anomaly("torn transaction", "%s: %d of %d values read (%v)", name, present, len(tx.values), tx.result)
+		case tx.result == jCommitted && present == 0:
+			h.anomaly("lost write", "%s: committed, none of its values read", name)
+		}
+	}
+}
+
+// checkGroups: each group's committed offset against the outputs read.
+func (h *jhistory) checkGroups() {
+	outputs := map[string]map[int64][]string{} // group -> input position -> values read
+	ends := map[string][]int64{}               // group -> ends of its committed or unknown transactions
+	for name, tx := range h.txns {
+		if tx.result != jAborted {
+			ends[tx.group] = append(ends[tx.group], tx.to)
+		}
+		if outputs[tx.group] == nil {
+			outputs[tx.group] = map[int64][]string{}
+		}
+		for i, v := range tx.values {
+			if len(h.final[v]) > 0 {
+				outputs[tx.group][tx.from+int64(i)] = append(outputs[tx.group][tx.from+int64(i)], name)
+			}
+		}
+	}
+	for g, off := range h.offsets {
+		if off >= 0 && !slices.Contains(ends[g], off) {
+			h.anomaly("group offset", "%s: committed offset %d is not the end of a committed transaction", g, off)
+		}
+		for pos, names := range outputs[g] {
+			switch {
+			case len(names) > 1:
+				h.anomaly("duplicate", "%s/%d transformed by %d committed transactions %v", g, pos, len(names), names)
+			case pos >= off:
+				h.anomaly("group offset", "%s/%d output by %v is read but the group's offset is %d", g, pos, names, off)
+			}
+		}
+		for pos := int64(0); pos < off; pos++ {
+			if len(outputs[g][pos]) == 0 {
+				h.anomaly("group offset", "%s: offset %d committed, the output of position %d not read", g, off, pos)
+			}
+		}
+	}
+}
