@@ -13,13 +13,14 @@ import (
 
 // Transactions on a replicated partition survive the loss of its leader:
 // on an RF 3 topic (min ISR 2) a committed, an aborted and a committed
-// transaction, then a transaction left open, then the partition's leader
-// SIGKILLed. The new leader, a former follower, holds the markers, the
+// transaction, then a transaction left open, then the partition's leader,
+// also the open transaction's coordinator, SIGKILLed. The new leader, a former follower, holds the markers, the
 // aborted-transaction index and the producer state it copied: its last
 // stable offset stops at the open transaction's first record (never past
 // it), a read_committed consumer reads exactly the committed records, and
 // once the open transaction commits through the new leader its records
-// follow and the LSO reaches the log end. The restarted old leader ends
+// follow and the LSO reaches the log end (the commit goes to the
+// coordinator's new node: __transaction_state is replicated). The restarted old leader ends
 // with the same bytes. Without the follower's producer state the LSO would
 // pass the open transaction; without its index the aborted records would be
 // read.
@@ -62,21 +63,24 @@ func TestReplicationTransactionsLeaderKill(t *testing.T) {
 	committed := []string{"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8", "c9", "c10"}
 	// An open transaction from another producer at offsets 18-20, written
 	// with acks=all: under the high watermark, so on every ISR member. Its
-	// transaction coordinator is on another node than the partition's
-	// leader: a kgo client keeps dialling a dead coordinator it found
-	// before (not what this test is about).
+	// transaction coordinator is the partition's leader, killed with it:
+	// __transaction_state has three replicas (gregor serve's default for
+	// three voters), so the coordinator moves too. With one replica (the
+	// default before) it could not, and kgo's EndTransaction dialled the
+	// dead node until it gave up ('unable to dial').
 	waitFullISR(t, c, topic, 1)
+	waitFullISR(t, c, "__transaction_state", 50)
 	old, isr := leaderOf(t, c, topic, 0)
 	id := ""
 	for i := 0; i < 100 && id == ""; i++ {
 		cand := fmt.Sprintf("txrepl-2-%d", i)
 		r := adm.FindTxnCoordinators(ctx, cand)[cand]
-		if r.Err == nil && r.NodeID != old {
+		if r.Err == nil && r.NodeID == old {
 			id = cand
 		}
 	}
 	if id == "" {
-		t.Fatalf("no transactional id of 100 has its coordinator off node %d", old)
+		t.Fatalf("no transactional id of 100 has its coordinator on node %d", old)
 	}
 	p2 := txnClient(id)
 	if err := p2.BeginTransaction(); err != nil {
