@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,7 +19,8 @@ import (
 // v0-3 come from producers: one transaction, answered per partition. As in
 // KafkaApis, partitions of unknown topics are UNKNOWN_TOPIC_OR_PARTITION and
 // then every other partition OPERATION_NOT_ATTEMPTED without asking the
-// coordinator; otherwise every partition gets the coordinator's answer
+// coordinator (unknown once this broker has caught up with the metadata
+// log: caughtUpImage, in every version); otherwise every partition gets the coordinator's answer
 // (PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v2). v4+ come from
 // partition leaders and batch transactions: VerifyOnly ones are KIP-890
 // verification (per partition: NONE, or TRANSACTION_ABORTABLE when not in
@@ -92,24 +94,32 @@ func (h *Handler) addPartitionsToTxn(ctx context.Context, version int16, tx *kms
 	res.TransactionalID = tx.TransactionalID
 	codes := map[topicpart.TopicPartition]error{}
 	var tps []topicpart.TopicPartition
+	for _, t := range tx.Topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, topicpart.TopicPartition{Topic: t.Topic, Partition: p})
+		}
+	}
+	// Authorization first, so that a denied topic's existence never shows.
 	failed := false
 	allowed := map[string]bool{}
-	for _, t := range tx.Topics {
-		topic := h.d.Metadata.Image().Topic(t.Topic)
-		ok, asked := allowed[t.Topic]
+	for _, tp := range tps {
+		ok, asked := allowed[tp.Topic]
 		if !asked {
-			ok = writable == nil || writable(t.Topic)
-			allowed[t.Topic] = ok
+			ok = writable == nil || writable(tp.Topic)
+			allowed[tp.Topic] = ok
 		}
-		for _, p := range t.Partitions {
-			tp := topicpart.TopicPartition{Topic: t.Topic, Partition: p}
-			tps = append(tps, tp)
-			switch {
-			case !ok:
-				codes[tp], failed = kerr.TopicAuthorizationFailed, true
-			case topic == nil || p < 0 || p >= int32(len(topic.Partitions)):
-				codes[tp], failed = kerr.UnknownTopicOrPartition, true
-			}
+		if !ok {
+			codes[tp], failed = kerr.TopicAuthorizationFailed, true
+		}
+	}
+	im := h.d.Metadata.Image()
+	missing := func(tp topicpart.TopicPartition) bool { return allowed[tp.Topic] && !hasPartition(im, tp.Topic, tp.Partition) }
+	if slices.ContainsFunc(tps, missing) {
+		im = h.caughtUpImage(ctx, im)
+	}
+	for _, tp := range tps {
+		if missing(tp) {
+			codes[tp], failed = kerr.UnknownTopicOrPartition, true
 		}
 	}
 	switch {

@@ -27,6 +27,14 @@
 // exception is ListOffsets with Kafka's debugging replica id (-2), which any
 // replica answers from its own log.
 //
+// Handlers read the image the broker has published, which trails the
+// metadata log by what is committed but not yet applied and published. The
+// transaction requests another broker sends about partitions it leads
+// (AddPartitionsToTxn verification, and TxnOffsetCommit) do not answer
+// UNKNOWN_TOPIC_OR_PARTITION from a trailing image: they first wait (at
+// most a second) until this broker has published everything committed
+// (txn_common.go, caughtUpImage).
+//
 // ApiVersions advertises exactly the keys registered here with their ranges;
 // the server closes connections that use anything else.
 //

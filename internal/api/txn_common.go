@@ -14,6 +14,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/coord"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
+	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/topicpart"
 	"github.com/gregor-broker/gregor/internal/txn"
@@ -148,4 +149,34 @@ func asKafkaError(d Deps, err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %v", ke, err)
+}
+
+// metadataCatchUpWait bounds how long a transaction request naming a topic
+// or partition this broker's metadata does not hold waits for the metadata
+// to catch up before the answer is UNKNOWN_TOPIC_OR_PARTITION.
+const metadataCatchUpWait = time.Second
+
+// caughtUpImage is the image to answer a transaction request from when im,
+// the published image, lacks one of its partitions. Another broker may name
+// a topic it has published before this one has: a group coordinator
+// verifying a TxnOffsetCommit with this transaction coordinator names the
+// __consumer_offsets partition it leads, which a FindCoordinator created
+// and waited for on one broker only. This broker first publishes
+// everything committed in the metadata log (a ReadIndex), at most
+// metadataCatchUpWait, so that a partition that exists is never answered
+// unknown; Kafka answers from its metadata cache as it is, and the client
+// retries. On a timeout (no controller) the answer is im's.
+func (h *Handler) caughtUpImage(ctx context.Context, im *metadata.Image) *metadata.Image {
+	ctx, cancel := context.WithTimeout(ctx, metadataCatchUpWait)
+	defer cancel()
+	if err := h.d.Metadata.WaitPublished(ctx, 0); err != nil {
+		return im
+	}
+	return h.d.Metadata.Image()
+}
+
+// hasPartition reports whether im holds topic-p.
+func hasPartition(im *metadata.Image, topic string, p int32) bool {
+	t := im.Topic(topic)
+	return t != nil && p >= 0 && p < int32(len(t.Partitions))
 }

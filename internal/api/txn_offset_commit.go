@@ -17,7 +17,8 @@ import (
 
 // TxnOffsetCommit, versions 0-5 (Kafka 4.2): a transactional producer
 // commits a group's offsets inside its transaction. Partitions of unknown
-// topics are UNKNOWN_TOPIC_OR_PARTITION. With
+// topics are UNKNOWN_TOPIC_OR_PARTITION (once this broker has caught up with
+// the metadata log: caughtUpImage). With
 // transaction.partition.verification.enable the group's __consumer_offsets
 // partition is first verified to be in the producer's ongoing transaction
 // (KIP-890 part 1; v5, transactions v2, adds it instead): a fenced producer
@@ -42,12 +43,19 @@ func handleTxnOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (
 	}
 	slots := make([][]slot, len(req.Topics))
 	im := h.d.Metadata.Image()
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if !hasPartition(im, t.Topic, p.Partition) {
+				im = h.caughtUpImage(ctx, im)
+				break
+			}
+		}
+	}
 	for i, t := range req.Topics {
 		slots[i] = make([]slot, len(t.Partitions))
-		ti := im.Topic(t.Topic)
 		ct := group.CommitTopic{Topic: t.Topic}
 		for j, p := range t.Partitions {
-			if ti == nil || p.Partition < 0 || p.Partition >= int32(len(ti.Partitions)) {
+			if !hasPartition(im, t.Topic, p.Partition) {
 				slots[i][j].err = fmt.Errorf("%w: %s-%d", kerr.UnknownTopicOrPartition, t.Topic, p.Partition)
 				continue
 			}
