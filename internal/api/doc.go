@@ -28,9 +28,9 @@
 // replica answers from its own log.
 //
 // Handlers read the image the broker has published, which trails the
-// metadata log by what is committed but not yet applied and published. The
-// transaction requests another broker sends about partitions it leads
-// (AddPartitionsToTxn verification, and TxnOffsetCommit) do not answer
+// metadata log by what is committed but not yet applied and published.
+// AddPartitionsToTxn (a producer's, or another broker's verification of a
+// partition it leads) and TxnOffsetCommit do not answer
 // UNKNOWN_TOPIC_OR_PARTITION from a trailing image: they first wait (at
 // most a second) until this broker has published everything committed
 // (txn_common.go, caughtUpImage).
