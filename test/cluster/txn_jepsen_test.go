@@ -239,6 +239,7 @@ func (h *jhistory) round(ctx context.Context, t *testing.T, c *cluster, adm *kad
 	for topic, parts := range map[string]int32{jepData: jepParts, "__transaction_state": 3, "__consumer_offsets": 3} {
 		waitFullISR(t, c, topic, parts)
 	}
+	isrWait := time.Since(roundStart)
 	// Leadership back on the preferred replicas, so that a node leads no
 	// data partition and another leads data partition 0.
 	ectx, ecancel := context.WithTimeout(ctx, 10*time.Second)
@@ -291,14 +292,16 @@ func (h *jhistory) round(ctx context.Context, t *testing.T, c *cluster, adm *kad
 	c.sigkill(victim)
 	waitCommits(int64(cfg.producers*cfg.after), fmt.Sprintf("after node %d was killed", victim))
 	moved := time.Since(killed)
+	restarted := time.Now()
 	c.start(victim)
 	c.waitReady(victim, 60*time.Second)
+	ready := time.Since(restarted)
 	waitCommits(int64(cfg.producers*cfg.after), fmt.Sprintf("after node %d restarted", victim))
 	close(stop)
 	workers.Wait()
-	h.kills = append(h.kills, fmt.Sprintf("%s: node %d (coordinator %d, data leaders %d/%d), %d commits %v after the kill; round %v",
-		scenario, victim, coord, l0, l1, cfg.producers*cfg.after, moved.Round(10*time.Millisecond),
-		time.Since(roundStart).Round(10*time.Millisecond)))
+	h.kills = append(h.kills, fmt.Sprintf("%s: node %d (coordinator %d, data leaders %d/%d); full ISR after %v, %d commits %v after the kill, restarted node ready in %v; round %v",
+		scenario, victim, coord, l0, l1, isrWait.Round(10*time.Millisecond), cfg.producers*cfg.after, moved.Round(10*time.Millisecond),
+		ready.Round(10*time.Millisecond), time.Since(roundStart).Round(10*time.Millisecond)))
 	return groups
 }
 
@@ -356,7 +359,8 @@ func (h *jhistory) produce(ctx context.Context, t *testing.T, c *cluster, name, 
 		for attempt := 0; ; attempt++ {
 			var err error
 			cl, err = jepClient(c, name, kgo.TransactionalID(id), kgo.TransactionTimeout(10*time.Second),
-				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(100), kgo.RetryTimeout(30*time.Second))
+				kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequestRetries(100), kgo.RetryTimeout(30*time.Second),
+				kgo.RetryBackoffFn(javaBackoff), kgo.MetadataMinAge(250*time.Millisecond))
 			if err != nil {
 				t.Error(err)
 				return false
@@ -435,7 +439,16 @@ func (h *jhistory) produce(ctx context.Context, t *testing.T, c *cluster, name, 
 				return
 			}
 		}
+		time.Sleep(5 * time.Millisecond) // a steady load, not a flood: the nodes share the machine
 	}
+}
+
+// javaBackoff is the Java client's retry backoff (retry.backoff.ms=100
+// doubling up to retry.backoff.max.ms=1000) instead of kgo's (250 ms
+// doubling up to 5 s): with a metadata refresh every 250 ms at most (kgo's
+// default is 5 s), a failover is noticed within a second of its end.
+func javaBackoff(tries int) time.Duration {
+	return min(100*time.Millisecond<<min(max(tries-1, 0), 4), time.Second)
 }
 
 // commitTxnOffset adds group's offsets to cl's transaction and commits
