@@ -62,16 +62,20 @@ import (
 //
 // Then every replica of the data partitions, of __transaction_state and of
 // __consumer_offsets holds the same bytes. go test runs the three rounds
-// once with two producers; GREGOR_LONG=1 three times each with three
-// producers and longer rounds.
+// once with two producers under transactions v2, acknowledging before
+// fsync (a SIGKILL keeps the page cache); GREGOR_LONG=1 three times each
+// with three producers and longer rounds, under transactions v2 and v1,
+// with fsync before acknowledging (Gregor's default).
 func TestClusterTxnJepsen(t *testing.T) {
 	cfg := clusterJepsenConfig{producers: 2, before: 2, after: 2, records: 3,
 		rounds: []string{"coordinator", "data", "both"}}
+	tvs, fsync := []string{"2"}, "false"
 	if os.Getenv("GREGOR_LONG") != "" {
 		cfg = clusterJepsenConfig{producers: 3, before: 15, after: 15, records: 4}
 		for range 3 {
 			cfg.rounds = append(cfg.rounds, "coordinator", "data", "both")
 		}
+		tvs, fsync = []string{"2", "1"}, "true"
 	}
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("GREGOR_JEPSEN_SEED"); s != "" {
@@ -79,24 +83,29 @@ func TestClusterTxnJepsen(t *testing.T) {
 	}
 	t.Logf("seed %d (GREGOR_JEPSEN_SEED)", seed)
 	cfg.seed = seed
-	start := time.Now()
-	c := newClusterWith(t, 3, func(c *cluster) {
-		for _, nd := range c.nodes {
-			nd.extra = []string{"--set", "transaction.state.log.num.partitions=3", "--set", "offsets.topic.num.partitions=3",
-				"--set", "min.insync.replicas=2", "--set", "gregor.ack.fsync=false",
-				"--set", "transaction.abort.timed.out.transaction.cleanup.interval.ms=500"}
-		}
-	})
-	t.Logf("cluster started in %v", time.Since(start).Round(10*time.Millisecond))
-	h := runClusterJepsen(t, c, cfg)
-	h.check(t)
-	checkReplicasEqual(t, c, jepData, jepParts)
-	for _, topic := range []string{"__transaction_state", "__consumer_offsets"} {
-		for p := range int32(3) {
-			checkReplicaBytes(t, c, fmt.Sprintf("%s-%d", topic, p))
-		}
+	for _, tv := range tvs {
+		t.Run("transaction.version="+tv, func(t *testing.T) {
+			start := time.Now()
+			c := newClusterWith(t, 3, func(c *cluster) {
+				for _, nd := range c.nodes {
+					nd.extra = []string{"--set", "transaction.state.log.num.partitions=3", "--set", "offsets.topic.num.partitions=3",
+						"--set", "min.insync.replicas=2", "--set", "gregor.ack.fsync=" + fsync,
+						"--set", "gregor.transaction.version=" + tv,
+						"--set", "transaction.abort.timed.out.transaction.cleanup.interval.ms=500"}
+				}
+			})
+			t.Logf("cluster started in %v", time.Since(start).Round(10*time.Millisecond))
+			h := runClusterJepsen(t, c, cfg)
+			h.check(t)
+			checkReplicasEqual(t, c, jepData, jepParts)
+			for _, topic := range []string{"__transaction_state", "__consumer_offsets"} {
+				for p := range int32(3) {
+					checkReplicaBytes(t, c, fmt.Sprintf("%s-%d", topic, p))
+				}
+			}
+			t.Logf("%v in all (cluster start to replicas checked)", time.Since(start).Round(100*time.Millisecond))
+		})
 	}
-	t.Logf("%v in all (cluster start to replicas checked)", time.Since(start).Round(100*time.Millisecond))
 }
 
 // checkReplicaBytes waits until every node holds the same bytes of
