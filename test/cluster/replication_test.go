@@ -206,7 +206,9 @@ func waitAcks(t *testing.T, lp *loadProducer, n int64) {
 // waitFullISR waits until every partition's ISR has all three replicas.
 func waitFullISR(t *testing.T, c *cluster, topic string, parts int32) {
 	t.Helper()
-	adm := kadm.NewClient(c.client())
+	// kgo answers a metadata request from its cache for up to
+	// MetadataMinAge (5 s by default): each poll must ask a broker.
+	adm := kadm.NewClient(c.client(kgo.MetadataMinAge(10 * time.Millisecond)))
 	var last string
 	if !poll(60*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
