@@ -39,11 +39,12 @@ import (
 // producer's group (a virtual input: position i of group g is "g/i"), to
 // random data partitions, and commits the group's offset past them
 // (AddOffsetsToTxn and TxnOffsetCommit, as kgo's GroupTransactSession does),
-// then commits or (one in five) aborts. A producer whose end of a
-// transaction was not answered marks it unknown, replaces its client (the
-// new InitProducerId fences the old one and aborts what it left open) and
-// resumes from its group's stable committed offset. read_committed consumers
-// poll throughout. After the last round an end record is written to every
+// then commits or (one in five) aborts. A producer whose transaction did
+// not end within 1.5 s (one in flight across a failover) marks it unknown,
+// replaces its client (the new InitProducerId fences the old one and ends
+// what it left open) and resumes from its group's stable committed offset,
+// as a Kafka application does after a transactional error. read_committed
+// consumers poll throughout. After the last round an end record is written to every
 // data partition and everything is read read_committed; the history is
 // checked for:
 //
@@ -133,6 +134,9 @@ func checkReplicaBytes(t *testing.T, c *cluster, partition string) {
 		t.Fatalf("replicas differ: %s", last)
 	}
 }
+
+// jepTxnDeadline is how long a producer waits for one transaction.
+const jepTxnDeadline = 1500 * time.Millisecond
 
 const (
 	jepData  = "jep"
@@ -416,7 +420,10 @@ func (h *jhistory) produce(ctx context.Context, t *testing.T, c *cluster, name, 
 		}
 		h.mu.Unlock()
 		commit := rng.IntN(5) != 0
-		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// A transaction not ended within jepTxnDeadline is given up: one in
+		// flight across a failover (about 2 s) ends unknown, and the
+		// producer resumes as a fresh client.
+		tctx, cancel := context.WithTimeout(ctx, jepTxnDeadline)
 		err := cl.BeginTransaction()
 		if err != nil {
 			// Nothing was written: this transaction never began.
