@@ -113,7 +113,9 @@ func (h *Handler) addPartitionsToTxn(ctx context.Context, version int16, tx *kms
 		}
 	}
 	im := h.d.Metadata.Image()
-	missing := func(tp topicpart.TopicPartition) bool { return allowed[tp.Topic] && !hasPartition(im, tp.Topic, tp.Partition) }
+	missing := func(tp topicpart.TopicPartition) bool {
+		return allowed[tp.Topic] && !hasPartition(im, tp.Topic, tp.Partition)
+	}
 	if slices.ContainsFunc(tps, missing) {
 		im = h.caughtUpImage(ctx, im)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,15 +42,24 @@ func handleTxnOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (
 		err  error
 		t, p int
 	}
+	// Kafka: WRITE on the transactional id, then READ on the group; a
+	// denial answers every partition.
+	var authErr error
+	switch z := h.authz(r); {
+	case !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID):
+		authErr = kerr.TransactionalIDAuthorizationFailed
+	case !z.allowed(auth.OpRead, auth.ResourceGroup, req.Group):
+		authErr = kerr.GroupAuthorizationFailed
+	}
 	slots := make([][]slot, len(req.Topics))
 	im := h.d.Metadata.Image()
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
-			if !hasPartition(im, t.Topic, p.Partition) {
-				im = h.caughtUpImage(ctx, im)
-				break
-			}
-		}
+	missing := slices.ContainsFunc(req.Topics, func(t kmsg.TxnOffsetCommitRequestTopic) bool {
+		return slices.ContainsFunc(t.Partitions, func(p kmsg.TxnOffsetCommitRequestTopicPartition) bool {
+			return !hasPartition(im, t.Topic, p.Partition)
+		})
+	})
+	if missing && authErr == nil {
+		im = h.caughtUpImage(ctx, im)
 	}
 	for i, t := range req.Topics {
 		slots[i] = make([]slot, len(t.Partitions))
@@ -70,15 +80,6 @@ func handleTxnOffsetCommit(ctx context.Context, h *Handler, r *server.Request) (
 		if len(ct.Partitions) > 0 {
 			cr.Topics = append(cr.Topics, ct)
 		}
-	}
-	// Kafka: WRITE on the transactional id, then READ on the group; a
-	// denial answers every partition.
-	var authErr error
-	switch z := h.authz(r); {
-	case !z.allowed(auth.OpWrite, auth.ResourceTransactionalID, req.TransactionalID):
-		authErr = kerr.TransactionalIDAuthorizationFailed
-	case !z.allowed(auth.OpRead, auth.ResourceGroup, req.Group):
-		authErr = kerr.GroupAuthorizationFailed
 	}
 	var res *group.CommitResult
 	err := authErr
