@@ -21,7 +21,9 @@ import (
 // when its input ends. Killed while producing (SIGKILL; an interrupt does
 // not end its transaction either), kcat leaves its transaction open: the
 // coordinator aborts it at its transaction.timeout.ms (fencing the
-// producer). A read_committed kcat
+// producer); until then `gregor why lso` names it as the open transaction
+// holding the partition's last stable offset, with the time left before its
+// timeout. A read_committed kcat
 // consumer then sees the committed records only, a read_uncommitted one all
 // of them (the markers hidden by librdkafka).
 func TestKcatTransactions(t *testing.T) {
@@ -44,7 +46,7 @@ func TestKcatTransactions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-b", addr, "-P", "-t", topic, "-X", "transactional.id=kcat-abort",
-		"-X", "transaction.timeout.ms=2000")
+		"-X", "transaction.timeout.ms=6000")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +79,22 @@ func TestKcatTransactions(t *testing.T) {
 	}
 	cmd.Wait()
 	stdin.Close()
+
+	// The hung transaction, explained by the real CLI while it is open.
+	cli := gregorCLI{t: t, p: &proc{t: t, addr: addr, admin: "http://" + b.AdminAddr().String()}}
+	explained := ""
+	for p := range 2 {
+		out := cli.run("why", "lso", fmt.Sprintf("%s/%d", topic, p))
+		if strings.Contains(out, "[OPEN]") {
+			explained = out
+		}
+	}
+	for _, want := range []string{"[OPEN] from offset", `transaction "kcat-abort"`, "times out in"} {
+		if !strings.Contains(explained, want) {
+			t.Errorf("gregor why lso after kcat was killed lacks %q:\n%s", want, explained)
+		}
+	}
+	t.Logf("gregor why lso after kcat was killed mid-transaction:\n%s", explained)
 
 	// Both transactions ended (the second at its timeout): wait until no
 	// partition's LSO is held.
