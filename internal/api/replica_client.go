@@ -31,6 +31,10 @@ type LeaderEndpoint struct {
 	addr string
 	// hw is the follower's high watermark of a partition, sent in v18.
 	hw func(replica.PartitionKey) int64
+	// buf is read into by every fetch: an answer's records alias it until
+	// the next Fetch (replica.LeaderEndpoint's contract; one fetcher uses
+	// an endpoint), so a follower allocates no buffer per answer.
+	buf []byte
 }
 
 // NewLeaderEndpoint resolves broker's address on listener in im and returns
@@ -78,7 +82,8 @@ func (e *LeaderEndpoint) Fetch(ctx context.Context, r *replica.FetchRequest) ([]
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 	}
-	kresp, err := e.pool.Request(ctx, e.addr, req)
+	kresp, buf, err := e.pool.RequestReusing(ctx, e.addr, req, e.buf)
+	e.buf = buf
 	if err != nil {
 		return nil, err
 	}

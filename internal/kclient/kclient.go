@@ -91,6 +91,17 @@ func NewPool(cfg Config) *Pool {
 // response. An error means no response was read: the request may or may not
 // have been served.
 func (p *Pool) Request(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
+	resp, _, err := p.RequestReusing(ctx, addr, req, nil)
+	return resp, err
+}
+
+// RequestReusing is Request reading the response frame into buf when it
+// fits (a new buffer otherwise), and returns the buffer it used for the
+// caller's next request: the response's byte fields (a fetch answer's
+// record batches) alias it, so they are valid only until buf is reused.
+// A follower's fetches, one at a time per fetcher, need no fresh buffer
+// for every answer.
+func (p *Pool) RequestReusing(ctx context.Context, addr string, req kmsg.Request, buf []byte) (kmsg.Response, []byte, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.cfg.DefaultTimeout)
@@ -98,9 +109,9 @@ func (p *Pool) Request(ctx context.Context, addr string, req kmsg.Request) (kmsg
 	}
 	c, err := p.get(ctx, addr)
 	if err != nil {
-		return nil, err
+		return nil, buf, err
 	}
-	resp, err := c.roundTrip(ctx, p.f, req, p.cfg.MaxResponseBytes)
+	resp, buf, err := c.roundTrip(ctx, p.f, req, p.cfg.MaxResponseBytes, buf)
 	if err != nil {
 		c.nc.Close()
 		if ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) {
@@ -110,10 +121,10 @@ func (p *Pool) Request(ctx context.Context, addr string, req kmsg.Request) (kmsg
 				err = context.DeadlineExceeded
 			}
 		}
-		return nil, fmt.Errorf("kclient: %s to %s: %w", kmsg.NameForKey(req.Key()), addr, err)
+		return nil, buf, fmt.Errorf("kclient: %s to %s: %w", kmsg.NameForKey(req.Key()), addr, err)
 	}
 	p.put(addr, c)
-	return resp, nil
+	return resp, buf, nil
 }
 
 func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
@@ -163,7 +174,7 @@ func (p *Pool) authenticate(ctx context.Context, c *conn, addr string) error {
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.SetVersion(1)
 	hs.Mechanism = p.cfg.SASL.Name()
-	kresp, err := c.roundTrip(ctx, p.f, hs, p.cfg.MaxResponseBytes)
+	kresp, _, err := c.roundTrip(ctx, p.f, hs, p.cfg.MaxResponseBytes, nil)
 	if err != nil {
 		return err
 	}
@@ -179,7 +190,7 @@ func (p *Pool) authenticate(ctx context.Context, c *conn, addr string) error {
 		req := kmsg.NewPtrSASLAuthenticateRequest()
 		req.SetVersion(2)
 		req.SASLAuthBytes = out
-		kresp, err := c.roundTrip(ctx, p.f, req, p.cfg.MaxResponseBytes)
+		kresp, _, err := c.roundTrip(ctx, p.f, req, p.cfg.MaxResponseBytes, nil)
 		if err != nil {
 			return err
 		}
@@ -239,33 +250,38 @@ func (p *Pool) Close() {
 	}
 }
 
-func (c *conn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, req kmsg.Request, maxBytes int32) (kmsg.Response, error) {
+// roundTrip sends req and reads its response into buf when it fits; it
+// returns the buffer it read into.
+func (c *conn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, req kmsg.Request, maxBytes int32, buf []byte) (kmsg.Response, []byte, error) {
 	dl, _ := ctx.Deadline()
 	if err := c.nc.SetDeadline(dl); err != nil {
-		return nil, err
+		return nil, buf, err
 	}
 	// A context cancelled before its deadline unblocks the I/O at once.
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	c.corrID++
 	if _, err := c.nc.Write(f.AppendRequest(nil, req, c.corrID)); err != nil {
-		return nil, err
+		return nil, buf, err
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(c.br, size[:]); err != nil {
-		return nil, err
+		return nil, buf, err
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 4 || n > maxBytes {
-		return nil, fmt.Errorf("response frame of %d bytes (at most %d)", n, maxBytes)
+		return nil, buf, fmt.Errorf("response frame of %d bytes (at most %d)", n, maxBytes)
 	}
-	body := make([]byte, n)
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	body := buf[:n]
 	if _, err := io.ReadFull(c.br, body); err != nil {
-		return nil, err
+		return nil, buf, err
 	}
 	r := kbin.Reader{Src: body}
 	if corr := r.Int32(); corr != c.corrID {
-		return nil, fmt.Errorf("response correlation id %d, want %d", corr, c.corrID)
+		return nil, buf, fmt.Errorf("response correlation id %d, want %d", corr, c.corrID)
 	}
 	// ApiVersions answers with a v0 header whatever its version, so a
 	// client that sent too new a version can still read the error.
@@ -276,13 +292,13 @@ func (c *conn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, req kmsg
 		}
 	}
 	if !r.Ok() {
-		return nil, errors.New("truncated response header")
+		return nil, buf, errors.New("truncated response header")
 	}
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	if err := resp.ReadFrom(r.Src); err != nil {
-		return nil, fmt.Errorf("decode %s v%d response: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+		return nil, buf, fmt.Errorf("decode %s v%d response: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
 	c.nc.SetDeadline(time.Time{})
-	return resp, nil
+	return resp, buf, nil
 }

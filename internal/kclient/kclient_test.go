@@ -151,3 +151,35 @@ func TestDialFailureAndClose(t *testing.T) {
 		t.Fatalf("request on a closed pool: %v", err)
 	}
 }
+
+// A caller that reads answers one at a time can hand the same buffer to
+// every request: each answer is decoded whole from it, and a buffer too
+// small is replaced by one that fits.
+func TestRequestReusingDecodesIntoTheGivenBuffer(t *testing.T) {
+	addr := startServer(t, echo{})
+	p := NewPool(Config{ClientID: "node-7"})
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	buf := make([]byte, 0, 4)
+	for i, id := range []string{"first-client", "second"} {
+		p.cfg.ClientID = id
+		p.f = kmsg.NewRequestFormatter(kmsg.FormatterClientID(id))
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(12)
+		resp, next, err := p.RequestReusing(ctx, addr, req, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.(*kmsg.MetadataResponse).ClusterID; got == nil || *got != id {
+			t.Fatalf("answer %d: cluster id %v, want %q", i, got, id)
+		}
+		if i == 0 && cap(next) <= 4 {
+			t.Fatalf("a 4-byte buffer came back for a larger answer")
+		}
+		if i == 1 && &next[:1][0] != &buf[:1][0] {
+			t.Fatalf("the second answer was not read into the buffer the first one left")
+		}
+		buf = next
+	}
+}

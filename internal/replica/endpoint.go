@@ -9,7 +9,10 @@ import (
 // (Kafka's LeaderEndPoint): the api layer implements it over the Kafka wire
 // (Fetch v17/v18, OffsetForLeaderEpoch v4, ListOffsets with a replica id),
 // tests with anything. Errors for the whole request come back as error;
-// per-partition errors are kerr errors in the answers.
+// per-partition errors are kerr errors in the answers. One fetcher uses an
+// endpoint, one call at a time; the Records of a Fetch answer are valid
+// only until its next Fetch (the endpoint may read every answer into the
+// same buffer), so they are appended before the next round and not kept.
 type LeaderEndpoint interface {
 	Fetch(ctx context.Context, req *FetchRequest) ([]FetchedPartition, error)
 	OffsetForLeaderEpoch(ctx context.Context, replicaID int32, parts []EpochQuery) ([]EpochAnswer, error)
