@@ -122,10 +122,13 @@ func clientID(r *server.Request) string {
 // leaderHints gathers KIP-951's hints: the current leader of each partition
 // answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH, so the client can
 // go there without a Metadata round trip, and the endpoints of those
-// leaders (NodeEndpoints).
+// leaders (NodeEndpoints). Both come from the metadata as it is when the
+// answer is made, as Kafka's response callbacks read it: a produce that
+// waited for acks=all while its leadership moved must name the new leader
+// and epoch, not the image its request arrived under (a client ignores a
+// hint of an epoch it already knows and waits for a Metadata refresh).
 type leaderHints struct {
 	h        *Handler
-	im       *metadata.Image
 	listener string
 	seen     map[int32]bool
 	ids      []int32
@@ -133,7 +136,7 @@ type leaderHints struct {
 
 // newLeaderHints gathers hints for a request that came on listener.
 func (h *Handler) newLeaderHints(listener string) *leaderHints {
-	return &leaderHints{h: h, im: h.d.Metadata.Image(), listener: listener}
+	return &leaderHints{h: h, listener: listener}
 }
 
 // wants reports whether an answer with code carries a leader hint.
@@ -143,7 +146,7 @@ func (l *leaderHints) wants(code int16) bool {
 
 // leader is topic-p's current leader and epoch (-1, -1 when unknown).
 func (l *leaderHints) leader(topic string, p int32) (int32, int32) {
-	id, epoch := l.h.leaderHint(l.im, topic, p)
+	id, epoch := l.h.leaderHint(l.h.d.Metadata.Image(), topic, p)
 	if id >= 0 {
 		if l.seen == nil {
 			l.seen = map[int32]bool{}
@@ -158,8 +161,9 @@ func (l *leaderHints) leader(topic string, p int32) (int32, int32) {
 
 // each calls f with every hinted leader's endpoint.
 func (l *leaderHints) each(f func(id int32, ep metadata.Endpoint, rack *string)) {
+	im := l.h.d.Metadata.Image()
 	for _, id := range l.ids {
-		if ep, rack, ok := l.h.endpointOn(l.im, id, l.listener); ok {
+		if ep, rack, ok := l.h.endpointOn(im, id, l.listener); ok {
 			f(id, ep, rack)
 		}
 	}

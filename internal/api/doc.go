@@ -23,7 +23,9 @@
 // (forward.go, ControllerRouter), and answered once this broker has
 // published the metadata the answer holds at. Data requests are answered
 // from the partitions this broker leads; others are NOT_LEADER_OR_FOLLOWER
-// with the current leader as KIP-951's hint (Produce v10+, Fetch v12+); the
+// with the current leader as KIP-951's hint (Produce v10+, Fetch v12+), read
+// from the metadata when the answer is made (a produce that waited for
+// acks=all while the leadership moved names the new leader); the
 // exception is ListOffsets with Kafka's debugging replica id (-2), which any
 // replica answers from its own log.
 //
