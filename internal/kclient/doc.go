@@ -17,7 +17,10 @@
 //
 // A Pool keeps idle connections per address and uses each for one request
 // at a time: a request takes an idle connection or dials a new one, and
-// gives it back once its response is read. With Config.SASL a new
+// gives it back once its response is read. An idle connection the peer
+// closed meanwhile (it restarted) is dropped when taken, found by a peek
+// that does not wait (Linux; elsewhere its request fails instead), so the
+// first request after a peer's restart does not fail with EOF. With Config.SASL a new
 // connection authenticates before its first request (SaslHandshake v1,
 // SaslAuthenticate v2 until the mechanism is done); a failed exchange
 // fails that request with the broker's error and message and closes the

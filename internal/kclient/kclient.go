@@ -147,7 +147,18 @@ func (p *Pool) get(ctx context.Context, addr string) (*conn, error) {
 			continue
 		}
 		p.mu.Unlock()
-		return c, nil
+		if c.br.Buffered() == 0 && !peerClosed(c.nc) {
+			return c, nil
+		}
+		// The peer closed it while it was idle (it restarted): a request
+		// on it would fail with EOF, and a follower would back off
+		// replica.fetch.backoff.ms for nothing.
+		stale = append(stale, c)
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrClosed
+		}
 	}
 	p.mu.Unlock()
 	nc, err := p.cfg.Dial(ctx, "tcp", addr)

@@ -183,3 +183,46 @@ func TestRequestReusingDecodesIntoTheGivenBuffer(t *testing.T) {
 		buf = next
 	}
 }
+
+// A peer that restarts closes the connections a pool keeps idle to it; the
+// next request goes over a new connection instead of failing with EOF on
+// the old one (a follower would otherwise back off
+// replica.fetch.backoff.ms after its leader's restart, and the partition
+// would take no acks=all write for that long).
+func TestRequestAfterThePeerRestartedUsesANewConnection(t *testing.T) {
+	serve := func(addr string) func() {
+		s := server.New(server.Config{Addr: addr, Logger: slog.New(slog.DiscardHandler)}, echo{})
+		if err := s.Listen(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); s.Serve(ctx) }()
+		return func() {
+			cancel()
+			sctx, c2 := context.WithTimeout(context.Background(), 5*time.Second)
+			defer c2()
+			s.Shutdown(sctx)
+			<-done
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	stop := serve(addr)
+	p := NewPool(Config{ClientID: "node-7"})
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := p.Request(ctx, addr, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	defer serve(addr)()
+	if _, err := p.Request(ctx, addr, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatalf("the first request after the peer restarted: %v", err)
+	}
+}

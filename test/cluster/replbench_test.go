@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -195,15 +196,18 @@ func pageCacheCost(t *testing.T, dir string) float64 {
 }
 
 // The unavailability figure: how long partition 0 of an RF 3 topic
-// takes acks=all writes again after its leader is SIGKILLed (bound:
-// broker.session.timeout.ms + 1 s, 2 s here) and after it is stopped by
-// SIGTERM (controlled shutdown; bound 1 s), over 20 of each, each node
-// restarted after. GREGOR_LONG=1 only; it logs the figures, asserting
-// nothing about timing.
+// takes no acks=all write after its leader is SIGKILLed (bound:
+// broker.session.timeout.ms + 1 s, 2 s here) or stopped by SIGTERM
+// (controlled shutdown; bound 1 s), over 20 of each, each node restarted
+// after. A producer writes one record at a time without pause throughout,
+// so the unavailability is what a client sees: the longest gap between two
+// acknowledgements from the signal until one acknowledged after the process
+// exited (a controlled shutdown moves leadership while the process still
+// runs, and a client is served meanwhile). GREGOR_SIGNALS picks the
+// signals (default SIGTERM,SIGKILL). GREGOR_LONG=1 only; it logs the
+// figures, asserting nothing about timing.
 func TestLongLeaderUnavailability(t *testing.T) {
-	if os.Getenv("GREGOR_LONG") == "" {
-		t.Skip("set GREGOR_LONG=1 to run")
-	}
+	longRun(t)
 	c := newCluster(t, 3)
 	const topic = "avail"
 	adm := kadm.NewClient(c.client())
@@ -215,35 +219,115 @@ func TestLongLeaderUnavailability(t *testing.T) {
 	cl := c.client(kgo.RecordRetries(1000), kgo.MetadataMinAge(50*time.Millisecond), kgo.RetryBackoffFn(func(int) time.Duration {
 		return 20 * time.Millisecond
 	}))
-	write := func() time.Duration {
-		start := time.Now()
-		wctx, wcancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer wcancel()
-		if err := cl.ProduceSync(wctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-		return time.Since(start)
+	signals := []string{"SIGTERM", "SIGKILL"}
+	if v := os.Getenv("GREGOR_SIGNALS"); v != "" {
+		signals = strings.Split(v, ",")
 	}
-	for _, how := range []string{"SIGKILL", "SIGTERM"} {
-		var took []time.Duration
-		for range 20 {
-			write()
+	for _, how := range signals {
+		var gaps, exits []time.Duration
+		for run := range 20 {
 			waitFullISR(t, c, topic, 1)
 			leader, _ := leaderOf(t, c, topic, 0)
+			w := startWriter(t, cl, topic)
+			w.waitAcks(5, time.Time{})
 			start := time.Now()
 			if how == "SIGKILL" {
 				c.sigkill(leader)
 			} else if err := c.sigterm(leader); err != nil {
 				t.Fatal(err)
 			}
-			write()
-			took = append(took, time.Since(start))
+			exited := time.Now()
+			w.waitAcks(1, exited)
+			gap, at := w.stop(start)
+			gaps, exits = append(gaps, gap), append(exits, exited.Sub(start))
+			t.Logf("%s %d of node %d: no write acknowledged for %v from %v after the signal; the process exited after %v",
+				how, run, leader, gap.Round(time.Millisecond), at.Round(time.Millisecond), exits[run].Round(time.Millisecond))
 			c.start(leader)
 			c.waitReady(leader, 60*time.Second)
 		}
-		slices.Sort(took)
-		t.Logf("%s of the leader: an acks=all write succeeded after min %v, median %v, p95 %v, max %v (20 runs)", how,
-			took[0].Round(time.Millisecond), took[10].Round(time.Millisecond), took[18].Round(time.Millisecond),
-			took[19].Round(time.Millisecond))
+		slices.Sort(gaps)
+		slices.Sort(exits)
+		t.Logf("%s of the leader: no acks=all write acknowledged for at most min %v, median %v, p95 %v, max %v (20 runs; "+
+			"the process exited after a median %v, max %v)", how,
+			gaps[0].Round(time.Millisecond), gaps[10].Round(time.Millisecond), gaps[18].Round(time.Millisecond),
+			gaps[19].Round(time.Millisecond), exits[10].Round(time.Millisecond), exits[19].Round(time.Millisecond))
 	}
+}
+
+// writer produces one record at a time to a topic, as fast as they are
+// acknowledged, and keeps each acknowledgement's time.
+type writer struct {
+	t    *testing.T
+	mu   sync.Mutex
+	acks []time.Time
+	err  error
+	done chan struct{}
+	quit context.CancelFunc
+}
+
+func startWriter(t *testing.T, cl *kgo.Client, topic string) *writer {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &writer{t: t, done: make(chan struct{}), quit: cancel}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+			err := cl.ProduceSync(wctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr()
+			wcancel()
+			w.mu.Lock()
+			if err == nil {
+				w.acks = append(w.acks, time.Now())
+			} else if ctx.Err() == nil {
+				w.err = err
+			}
+			w.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// waitAcks waits (at most a minute) for n acknowledgements after since.
+func (w *writer) waitAcks(n int, since time.Time) {
+	w.t.Helper()
+	if !poll(time.Minute, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		k := 0
+		for _, a := range w.acks {
+			if a.After(since) {
+				k++
+			}
+		}
+		return k >= n || w.err != nil
+	}) {
+		w.t.Fatalf("no %d acknowledged writes within a minute", n)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		w.t.Fatalf("produce: %v", w.err)
+	}
+}
+
+// stop ends the writer and returns the longest time from start, or from an
+// acknowledgement after it, to the next acknowledgement, and when after
+// start that gap began.
+func (w *writer) stop(start time.Time) (gap, at time.Duration) {
+	w.quit()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last := start
+	for _, a := range w.acks {
+		if a.After(start) {
+			if a.Sub(last) > gap {
+				gap, at = a.Sub(last), last.Sub(start)
+			}
+			last = a
+		}
+	}
+	return gap, at
 }
