@@ -27,7 +27,14 @@
 // from the metadata when the answer is made (a produce that waited for
 // acks=all while the leadership moved names the new leader); the
 // exception is ListOffsets with Kafka's debugging replica id (-2), which any
-// replica answers from its own log.
+// replica answers from its own log. One deviation: a follower's fetch that
+// names a leader epoch newer than this broker's replica has (its metadata is
+// ahead: the leadership is on its way here) waits, within its max wait, for
+// this broker to lead in that epoch and is then served; Kafka answers
+// UNKNOWN_LEADER_EPOCH at once and its follower backs off
+// replica.fetch.backoff.ms, a second in which the partition takes no
+// acks=all write. Still behind at the max wait, it is answered
+// UNKNOWN_LEADER_EPOCH.
 //
 // Handlers read the image the broker has published, which trails the
 // metadata log by what is committed but not yet applied and published.

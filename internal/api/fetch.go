@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -35,7 +36,10 @@ import (
 // for, not a limit on the leader), PartitionMaxBytes per partition, whole
 // batches only, and the first batch of the first non-empty partition is
 // returned whole even if it is larger; a long poll waits for at most
-// min(MinBytes, that limit).
+// min(MinBytes, that limit). Deviation: a follower's fetch naming a leader
+// epoch newer than this broker's replica has waits for the leadership
+// (fetchPart.awaitEpoch) instead of being answered UNKNOWN_LEADER_EPOCH at
+// once.
 // Incremental fetch sessions (KIP-227, v7+) are served from the broker's
 // session cache (max.incremental.fetch.session.cache.slots), which evicts by
 // KIP-227's rules (replica.SessionCache): a full fetch asking for a session
@@ -64,6 +68,19 @@ type fetchPart struct {
 	// diverging is where the fetcher's log diverged from this leader's
 	// (KIP-320): answered at once, with no records.
 	diverging *replica.EpochEndOffset
+	// awaitEpoch: a follower named a leader epoch newer than this broker
+	// has (UNKNOWN_LEADER_EPOCH): its metadata is ahead, and the
+	// leadership is on its way here. The error does not end the long
+	// poll; each poll checks again (a new role wakes the waiter), so the
+	// fetch is served as soon as this broker leads in that epoch instead
+	// of the follower backing off replica.fetch.backoff.ms (Kafka's
+	// answers at once, and its follower waits that second: the tail of a
+	// controlled shutdown's unavailability). Still behind at the max
+	// wait, it is answered UNKNOWN_LEADER_EPOCH.
+	awaitEpoch bool
+	// recorded: the follower's fetch of this partition was recorded
+	// (Kafka's updateFollowerFetchState, on its first read only).
+	recorded bool
 }
 
 func handleFetch(ctx context.Context, h *Handler, r *server.Request) (kmsg.Response, error) {
@@ -127,9 +144,8 @@ type fetchOp struct {
 	deadline time.Time
 	waiter   *replica.Waiter
 	out      []fetchResult
-	// follower: a replica sent the fetch; recorded: its fetch state was
-	// recorded (on the first read).
-	follower, recorded bool
+	// follower: a replica sent the fetch.
+	follower bool
 }
 
 // resolve applies the request's partitions to its session and finds each
@@ -202,17 +218,55 @@ func (op *fetchOp) resolve(z authz) {
 		fp.name, fp.err = topicName, topicErr
 		if fp.err == nil {
 			if fp.hosted, fp.err = h.partition(fp.name, sp.Key.Partition); fp.err == nil {
-				fp.err = checkLeaderEpoch(fp.hosted, sp.CurrentLeaderEpoch)
-				if fp.err == nil && req.Version >= 12 {
-					// Checked before reading, as Kafka's readRecords does.
-					fp.diverging, fp.err = fp.hosted.DivergingEpoch(sp.LastFetchedEpoch, sp.FetchOffset)
-				}
+				fp.check(req.Version)
+				fp.awaitEpoch = follower && errors.Is(fp.err, kerr.UnknownLeaderEpoch)
+				op.hosted = append(op.hosted, fp.hosted)
+			} else if follower && h.awaitLeadership(&fp) {
 				op.hosted = append(op.hosted, fp.hosted)
 			}
 		}
 		fp.unknown = fp.err != nil && fp.hosted == nil
 		op.parts[i] = fp
 	}
+}
+
+// check is a led partition's leader epoch check and, v12+, its divergence
+// check, made before reading as Kafka's readRecords does.
+func (fp *fetchPart) check(version int16) {
+	fp.err = checkLeaderEpoch(fp.hosted, fp.sp.CurrentLeaderEpoch)
+	if fp.err == nil && version >= 12 {
+		fp.diverging, fp.err = fp.hosted.DivergingEpoch(fp.sp.LastFetchedEpoch, fp.sp.FetchOffset)
+	}
+}
+
+// awaitLeadership: a follower's fetch of a partition this broker hosts but
+// does not lead, naming a leader epoch newer than this replica's, waits
+// for the leadership (see fetchPart.awaitEpoch); Kafka, which checks the
+// epoch before the leadership, answers such a fetch UNKNOWN_LEADER_EPOCH.
+func (h *Handler) awaitLeadership(fp *fetchPart) bool {
+	part, err := h.localPartition(fp.name, fp.sp.Key.Partition)
+	if err != nil {
+		return false
+	}
+	if role := part.Role(); role.Leader || fp.sp.CurrentLeaderEpoch <= role.LeaderEpoch {
+		return false
+	}
+	fp.hosted, fp.err, fp.awaitEpoch = part, kerr.UnknownLeaderEpoch, true
+	return true
+}
+
+// recheck checks again a partition awaiting its leader epoch: it is read
+// once this broker leads in the epoch the fetch names, answered
+// NOT_LEADER_OR_FOLLOWER once this replica's epoch reached it without the
+// leadership, and waits otherwise.
+func (fp *fetchPart) recheck(version int16) {
+	switch role := fp.hosted.Role(); {
+	case role.Leader:
+		fp.check(version)
+	case fp.sp.CurrentLeaderEpoch <= role.LeaderEpoch:
+		fp.err = replica.NotLeaderError(role)
+	}
+	fp.awaitEpoch = errors.Is(fp.err, kerr.UnknownLeaderEpoch)
 }
 
 // Finish waits until the fetch has enough bytes, its max wait has passed,
@@ -239,11 +293,14 @@ func (op *fetchOp) Finish(ctx context.Context) (kmsg.Response, error) {
 // poll reads the partitions and answers when the fetch need not wait.
 func (op *fetchOp) poll() (kmsg.Response, bool) {
 	h := op.h
+	for i := range op.parts {
+		if fp := &op.parts[i]; fp.awaitEpoch {
+			fp.recheck(op.req.Version)
+		}
+	}
 	out, bytes, anyErr := h.readFetch(op.req, op.maxBytes, op.parts)
 	op.out = out
-	if op.follower && !op.recorded {
-		// Kafka's updateFollowerFetchState, on the first read only.
-		op.recorded = true
+	if op.follower {
 		anyErr = h.followerFetched(op.req, op.parts, out) || anyErr
 	}
 	done := bytes >= op.minBytes || anyErr || op.maxWait <= 0 || len(op.hosted) == 0 ||
@@ -302,14 +359,19 @@ func replicaOf(req *kmsg.FetchRequest) (int32, int64) {
 }
 
 // followerFetched records a follower's fetch on each partition it read
-// (Kafka's updateFollowerFetchState, on the first read of a request only);
-// a refused fetch becomes that partition's error. It reports whether any
-// was refused.
+// (Kafka's updateFollowerFetchState, on a partition's first read only; one
+// waiting for its leader epoch is recorded once it has it); a refused
+// fetch becomes that partition's error. It reports whether any was
+// refused.
 func (h *Handler) followerFetched(req *kmsg.FetchRequest, parts []fetchPart, out []fetchResult) bool {
 	id, epoch := replicaOf(req)
 	refused := false
 	for i := range parts {
 		fp, res := &parts[i], &out[i]
+		if fp.recorded || fp.awaitEpoch {
+			continue
+		}
+		fp.recorded = true
 		if fp.err != nil || fp.diverging != nil || fp.hosted == nil {
 			continue
 		}
@@ -417,7 +479,7 @@ func (h *Handler) readFetch(req *kmsg.FetchRequest, maxBytes int32, parts []fetc
 		res.hw, res.lso, res.logStart = -1, -1, -1
 		if fp.err != nil {
 			res.err = fp.err
-			anyErr = anyErr || !fp.unknown
+			anyErr = anyErr || !fp.unknown && !fp.awaitEpoch
 			continue
 		}
 		l := fp.hosted.Log
