@@ -197,9 +197,9 @@ func pageCacheCost(t *testing.T, dir string) float64 {
 
 // The unavailability figure: how long partition 0 of an RF 3 topic
 // takes no acks=all write after its leader is SIGKILLed (bound:
-// broker.session.timeout.ms + 1 s, 2 s here) or stopped by SIGTERM
-// (controlled shutdown; bound 1 s), over 20 of each, each node restarted
-// after. A producer writes one record at a time without pause throughout,
+// broker.session.timeout.ms + 1 s; the nodes run Kafka's default timings,
+// so 10 s) or stopped by SIGTERM (controlled shutdown; bound 1 s), over 20
+// of each, each node restarted after. A producer writes one record at a time without pause throughout,
 // so the unavailability is what a client sees: the longest gap between two
 // acknowledgements from the signal until one acknowledged after the process
 // exited (a controlled shutdown moves leadership while the process still
