@@ -49,7 +49,9 @@
 // per leader (fetcher.go, Kafka's ReplicaFetcherThread) through a
 // LeaderEndpoint (the api layer's Fetch v18 with ReplicaState{ReplicaId,
 // ReplicaEpoch = broker epoch}, CurrentLeaderEpoch, LastFetchedEpoch and
-// LogStartOffset). A new leader or leader epoch restarts its fetch from the
+// LogStartOffset); an answer's records are valid only until the fetcher's
+// next fetch (the api layer reads every answer into one buffer), so they
+// are appended within the round and never kept. A new leader or leader epoch restarts its fetch from the
 // log end offset with the latest epoch of its cache; the leader answers a
 // divergence, and the follower truncates where its log last agrees
 // (truncationFor, Kafka's getOffsetTruncationState; OffsetForLeaderEpoch
