@@ -117,6 +117,10 @@ func (a *applier) apply(index uint64, r Record) {
 		a.setScram(r)
 	case RemoveUserScramCredential:
 		a.removeScram(r)
+	case UncleanElection:
+		a.setUnclean(r)
+	case AckUncleanElection:
+		a.ackUnclean(r)
 	default:
 		a.next.Skipped++
 	}

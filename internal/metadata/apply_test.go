@@ -90,6 +90,40 @@ func TestApplyPartitionChange(t *testing.T) {
 	}
 }
 
+// An unclean election is kept on its partition, in snapshots too, until
+// the acknowledgement of its leader epoch; records that do not match the
+// partition's leader epoch and leader are skipped.
+func TestApplyUncleanElection(t *testing.T) {
+	im, _ := apply(t, Empty(), 1, Topic{Name: "t", ID: tid},
+		Partition{Topic: tid, Partition: 0, Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1})
+	u := UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 1, Leader: 3, AtMs: 1234, PreviousLeader: 1,
+		PreviousISR: []int32{1}, PreviousELR: []int32{}, Count: 1}
+	im2, _ := apply(t, im, 2, PartitionChange{Topic: tid, Partition: 0, ExpectedPartitionEpoch: 0, Leader: 3,
+		ISR: []int32{3}, LeaderRecoveryState: Recovering}, u)
+	p := im2.Partition("t", 0)
+	if im2.Skipped != 0 || p.Unclean == nil || !cmp.Equal(*p.Unclean, u) || p.LeaderRecoveryState != Recovering {
+		t.Fatalf("after the unclean election: %+v (skipped %d)", p, im2.Skipped)
+	}
+	if im.Partition("t", 0).Unclean != nil {
+		t.Fatal("applying changed an earlier image")
+	}
+	// A snapshot carries it.
+	re, _ := apply(t, Empty(), 1, im2.Records()...)
+	if got := re.Partition("t", 0).Unclean; got == nil || !cmp.Equal(*got, u, cmpopts.EquateEmpty()) {
+		t.Fatalf("from the snapshot: %+v", got)
+	}
+	// Wrong epoch or leader: skipped; an acknowledgement of another epoch too.
+	bad, _ := apply(t, im2, 3, UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 0, Leader: 3},
+		UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 1, Leader: 2}, AckUncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 0})
+	if bad.Skipped != 3 || bad.Partition("t", 0).Unclean == nil {
+		t.Fatalf("mismatched records: skipped %d, unclean %+v", bad.Skipped, bad.Partition("t", 0).Unclean)
+	}
+	acked, _ := apply(t, im2, 3, AckUncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 1})
+	if acked.Skipped != 0 || acked.Partition("t", 0).Unclean != nil {
+		t.Fatalf("after the acknowledgement: %+v", acked.Partition("t", 0))
+	}
+}
+
 func TestApplyTermMismatchSkipsEntry(t *testing.T) {
 	next, d := Apply(Empty(), 1, 2, &Entry{Term: 1, Records: []Record{Topic{Name: "t", ID: tid}}})
 	if next.Topic("t") != nil || next.Skipped != 1 || !d.Empty() || next.Index != 1 {

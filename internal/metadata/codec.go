@@ -164,6 +164,12 @@ func AppendRecord(dst []byte, rec Record) []byte {
 	case RemoveUserScramCredential:
 		dst = kbin.AppendVarintString(dst, r.Key.User)
 		dst = kbin.AppendInt8(dst, r.Key.Mechanism)
+	case UncleanElection:
+		dst = appendUnclean(dst, r)
+	case AckUncleanElection:
+		dst = kbin.AppendUuid(dst, r.Topic)
+		dst = kbin.AppendInt32(dst, r.Partition)
+		dst = kbin.AppendInt32(dst, r.LeaderEpoch)
 	default:
 		panic(fmt.Sprintf("metadata: no encoding for %T", rec))
 	}
@@ -249,6 +255,10 @@ func readRecord(r *kbin.Reader) (Record, error) {
 			ServerKey: readBytes(r), Iterations: r.Int32()}}
 	case TypeRemoveUserScramCredential:
 		rec = RemoveUserScramCredential{Key: ScramKey{User: r.VarintString(), Mechanism: r.Int8()}}
+	case TypeUncleanElection:
+		rec = readUnclean(r)
+	case TypeAckUncleanElection:
+		rec = AckUncleanElection{Topic: r.Uuid(), Partition: r.Int32(), LeaderEpoch: r.Int32()}
 	default:
 		return nil, fmt.Errorf("%w: unknown record type %d", ErrCorrupt, t)
 	}

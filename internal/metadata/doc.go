@@ -16,7 +16,10 @@
 // UnregisterBrokerRecord, AccessControlEntryRecord,
 // RemoveAccessControlEntryRecord, UserScramCredentialRecord,
 // RemoveUserScramCredentialRecord) plus ClusterID (the bootstrap snapshot's
-// first record) and Activation (a controller claiming its term). ACLs and
+// first record), Activation (a controller claiming its term), and
+// UncleanElection / AckUncleanElection (unclean.go: a partition whose leader
+// came from outside its ISR and ELR, kept on PartitionImage.Unclean until
+// an operator acknowledges it; Kafka only logs such elections). ACLs and
 // SCRAM credentials (security.go) keep Kafka's enumeration codes; a SCRAM
 // credential is salt, stored key, server key and iterations, never a
 // password.
@@ -48,6 +51,10 @@
 //   - BrokerRegistrationChange and UnregisterBroker apply only to the broker
 //     epoch they name; ProducerIDs only when the next block start grows;
 //   - RemoveTopic removes the topic's partitions and configs;
+//   - an UncleanElection applies only to a partition at its leader epoch
+//     with its leader (it follows the change that elected it, in the same
+//     entry); an AckUncleanElection only to the election of its leader
+//     epoch;
 //   - an AccessControlEntry applies under an id not taken and for an ACL
 //     not already present; RemoveAccessControlEntry and
 //     RemoveUserScramCredential only to what exists.

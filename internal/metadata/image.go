@@ -108,6 +108,9 @@ type PartitionImage struct {
 	LeaderEpoch         int32
 	PartitionEpoch      int32
 	Adding, Removing    []int32
+	// Unclean is the partition's last unclean or last-known-leader
+	// election not acknowledged yet; nil when there is none.
+	Unclean *UncleanElection
 }
 
 // IsReplica reports whether broker id holds a replica of the partition.

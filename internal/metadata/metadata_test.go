@@ -26,7 +26,7 @@ func uuid(t *rapid.T, label string) [16]byte {
 func genRecord(t *rapid.T) Record {
 	str := rapid.StringMatching(`[a-z0-9._-]{0,12}`)
 	topic := TopicID(uuid(t, "topic"))
-	switch rapid.IntRange(1, 16).Draw(t, "type") {
+	switch rapid.IntRange(1, 18).Draw(t, "type") {
 	case 1:
 		return Activation{Node: rapid.Int32().Draw(t, "node"), Term: rapid.Uint64().Draw(t, "term")}
 	case 2:
@@ -85,6 +85,13 @@ func genRecord(t *rapid.T) Record {
 			ServerKey: rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "srv"), Iterations: rapid.Int32().Draw(t, "iter")}}
 	case 16:
 		return RemoveUserScramCredential{Key: genScramKey(t)}
+	case 17:
+		return UncleanElection{Topic: topic, Partition: rapid.Int32().Draw(t, "p"), LeaderEpoch: rapid.Int32().Draw(t, "le"),
+			Leader: rapid.Int32().Draw(t, "leader"), AtMs: rapid.Int64().Draw(t, "at"), LastKnownLeader: rapid.Bool().Draw(t, "lkl"),
+			PreviousLeader: rapid.Int32().Draw(t, "pl"), PreviousISR: nullableIDs(t, "pisr"), PreviousELR: nullableIDs(t, "pelr"),
+			Count: rapid.Int32().Draw(t, "count")}
+	case 18:
+		return AckUncleanElection{Topic: topic, Partition: rapid.Int32().Draw(t, "p"), LeaderEpoch: rapid.Int32().Draw(t, "le")}
 	default:
 		return ClusterID{ID: str.Draw(t, "cluster")}
 	}

@@ -54,6 +54,10 @@ func (t RecordType) String() string {
 		return "UserScramCredential"
 	case TypeRemoveUserScramCredential:
 		return "RemoveUserScramCredential"
+	case TypeUncleanElection:
+		return "UncleanElection"
+	case TypeAckUncleanElection:
+		return "AckUncleanElection"
 	}
 	return "Unknown"
 }

@@ -13,9 +13,10 @@ const snapshotFormat = 1
 
 // Records writes the image out as the records that rebuild it from Empty,
 // in a deterministic order: cluster id, features, brokers, topics each
-// followed by its partitions and configs, broker configs, the producer id
-// block, the ACLs by id, the SCRAM credentials by user and mechanism, the
-// controller's activation. Broker epochs and partition epochs are carried
+// followed by its partitions (each with its unacknowledged unclean election
+// right after it) and configs, broker configs, the producer id block, the
+// ACLs by id, the SCRAM credentials by user and mechanism, the controller's
+// activation. Broker epochs and partition epochs are carried
 // explicitly.
 func (im *Image) Records() []Record {
 	var out []Record
@@ -35,6 +36,9 @@ func (im *Image) Records() []Record {
 			out = append(out, Partition{Topic: t.ID, Partition: int32(i), Replicas: p.Replicas, ISR: p.ISR, ELR: p.ELR,
 				LastKnownELR: p.LastKnownELR, Leader: p.Leader, LeaderRecoveryState: p.LeaderRecoveryState,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch, Adding: p.Adding, Removing: p.Removing})
+			if p.Unclean != nil {
+				out = append(out, *p.Unclean)
+			}
 		}
 		out = appendConfigs(out, ConfigResource{Type: ResourceTopic, Name: t.Name}, im.configs)
 	}
