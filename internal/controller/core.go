@@ -70,7 +70,9 @@ type Reply struct {
 	Err   error
 }
 
-// Election reports a leader elected from outside the ISR and ELR.
+// Election reports a leader elected from outside the ISR and ELR. The
+// write that elected it also carries its metadata.UncleanElection record
+// (Record), so every node shows it until an operator acknowledges it.
 type Election struct {
 	Topic       string
 	TopicID     metadata.TopicID
@@ -80,6 +82,23 @@ type Election struct {
 	// LastKnownLeader: the leader was the partition's last known leader
 	// (ISR and ELR empty); otherwise an unclean election chose it.
 	LastKnownLeader bool
+	// At is the controller's time of the decision.
+	At time.Time
+	// PreviousLeader, PreviousISR and PreviousELR are the partition's
+	// state before (the leader is the last known one when it had none).
+	PreviousLeader int32
+	PreviousISR    []int32
+	PreviousELR    []int32
+	// Count is the partition's unclean elections since the last
+	// acknowledgement, this one included.
+	Count int32
+}
+
+// Record is the election's metadata record.
+func (e *Election) Record() metadata.UncleanElection {
+	return metadata.UncleanElection{Topic: e.TopicID, Partition: e.Partition, LeaderEpoch: e.LeaderEpoch, Leader: e.Leader,
+		AtMs: e.At.UnixMilli(), LastKnownLeader: e.LastKnownLeader, PreviousLeader: e.PreviousLeader,
+		PreviousISR: e.PreviousISR, PreviousELR: e.PreviousELR, Count: e.Count}
 }
 
 type role uint8

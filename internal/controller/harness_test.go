@@ -373,6 +373,12 @@ func (c *cluster) fmtRecord(r metadata.Record) string {
 			auth.ScramMechanismOf(r.Key.Mechanism), r.Credential.Iterations, r.Credential.Salt, len(r.Credential.StoredKey), len(r.Credential.ServerKey))
 	case metadata.RemoveUserScramCredential:
 		return fmt.Sprintf("RemoveUserScramCredential %s %v", r.Key.User, auth.ScramMechanismOf(r.Key.Mechanism))
+	case metadata.UncleanElection:
+		return fmt.Sprintf("UncleanElection %s-%d leader-epoch=%d leader=%d at=+%s last-known-leader=%v previous: leader=%d isr=%v elr=%v; count=%d",
+			c.names[r.Topic], r.Partition, r.LeaderEpoch, r.Leader, time.UnixMilli(r.AtMs).Sub(time.Unix(1_000_000, 0)),
+			r.LastKnownLeader, r.PreviousLeader, r.PreviousISR, r.PreviousELR, r.Count)
+	case metadata.AckUncleanElection:
+		return fmt.Sprintf("AckUncleanElection %s-%d leader-epoch=%d", c.names[r.Topic], r.Partition, r.LeaderEpoch)
 	}
 	return fmt.Sprintf("%T %+v", r, r)
 }

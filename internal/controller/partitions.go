@@ -56,6 +56,7 @@ func (c *Core) alterPartition(w *write, r *AlterPartitionRequest) built {
 					}
 				}
 				if e := w.election(t, rp.Partition, ch); e != nil {
+					w.emit(e.Record())
 					elections = append(elections, *e)
 				}
 			}
@@ -207,6 +208,9 @@ func (w *write) electLeader(topic string, p int32, typ int8) (*Election, error) 
 	}
 	e := w.election(t, p, res)
 	w.emit(res.Change)
+	if e != nil {
+		w.emit(e.Record())
+	}
 	return e, nil
 }
 

@@ -61,11 +61,14 @@ func (w *write) alterReassignment(topic string, rp ReassignablePartition, allowR
 	}
 	res := w.change(t, rp.Partition, req)
 	e := w.election(t, rp.Partition, res)
-	if uncleanRevert && res.Changed {
-		e = &Election{Topic: t.Name, TopicID: t.ID, Partition: rp.Partition, Leader: res.Leader, LeaderEpoch: p.LeaderEpoch + 1}
+	if uncleanRevert && res.Changed && res.Change.Leader != metadata.NoLeaderChange {
+		e = w.uncleanElection(t, rp.Partition, res.Leader)
 	}
 	if res.Changed {
 		w.emit(res.Change)
+	}
+	if e != nil {
+		w.emit(e.Record())
 	}
 	return e, nil
 }

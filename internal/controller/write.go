@@ -101,14 +101,28 @@ func (w *write) change(t *metadata.TopicImage, p int32, req election.Request) el
 }
 
 // election describes an unclean or last-known-leader election for the
-// report, nil for a clean one.
+// report and its record, nil for a clean one. t is the topic before the
+// change; the change sets the leader (an unclean election always does), so
+// the leader epoch after it is one more.
 func (w *write) election(t *metadata.TopicImage, p int32, res election.Result) *Election {
-	if !res.Changed || !res.Unclean {
+	if !res.Changed || !res.Unclean || res.Change.Leader == metadata.NoLeaderChange {
 		return nil
 	}
+	return w.uncleanElection(t, p, res.Leader)
+}
+
+func (w *write) uncleanElection(t *metadata.TopicImage, p int32, leader int32) *Election {
 	cur := t.Partitions[p]
-	return &Election{Topic: t.Name, TopicID: t.ID, Partition: p, Leader: res.Leader, LeaderEpoch: cur.LeaderEpoch + 1,
-		LastKnownLeader: len(cur.ISR) == 0 && len(cur.ELR) == 0 && slices.Equal(cur.LastKnownELR, []int32{res.Leader})}
+	e := &Election{Topic: t.Name, TopicID: t.ID, Partition: p, Leader: leader, LeaderEpoch: cur.LeaderEpoch + 1,
+		LastKnownLeader: len(cur.ISR) == 0 && len(cur.ELR) == 0 && slices.Equal(cur.LastKnownELR, []int32{leader}),
+		At: w.c.now, PreviousLeader: cur.Leader, PreviousISR: slices.Clone(cur.ISR), PreviousELR: slices.Clone(cur.ELR), Count: 1}
+	if e.PreviousLeader == metadata.NoLeader && len(cur.LastKnownELR) == 1 {
+		e.PreviousLeader = cur.LastKnownELR[0]
+	}
+	if cur.Unclean != nil {
+		e.Count = cur.Unclean.Count + 1
+	}
+	return e
 }
 
 // updatePartitions is Kafka's generateLeaderAndIsrUpdates over the
@@ -139,6 +153,7 @@ func (w *write) updatePartitions(remove, uncleanShutdown int32, match func(*meta
 			}
 			if e := w.election(t, int32(i), res); e != nil {
 				elections = append(elections, *e)
+				recs = append(recs, e.Record())
 			}
 		}
 	}
