@@ -571,6 +571,8 @@ func (c *Core) build(w *write, o *op) built {
 		return c.deleteAcls(w, r)
 	case *AlterUserScramCredentialsRequest:
 		return c.alterScram(w, r)
+	case *AckUncleanElectionRequest:
+		return c.ackUncleanElection(w, r)
 	}
 	return answer(nil, fmt.Errorf("%w: the controller does not serve %T", kerr.InvalidRequest, o.req))
 }

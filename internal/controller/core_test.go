@@ -243,6 +243,9 @@ func (c *cluster) adminRequest(t *testing.T, d *datadriven.TestData, a *transcri
 		return r
 	case "alter-scram":
 		return scramArgs(t, d)
+	case "ack-unclean":
+		return &AckUncleanElectionRequest{Topic: a.String("topic", ""), Partition: int32(a.Int("partition", 0)),
+			LeaderEpoch: int32(a.Int("leader-epoch", -1))}
 	}
 	return nil
 }

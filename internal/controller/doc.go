@@ -64,6 +64,12 @@
 //     leader.imbalance.check.interval.seconds, reassignments; every change
 //     goes through election.Build with the topic's effective
 //     min.insync.replicas and the ELR feature;
+//   - unclean and last-known-leader elections (any of the above that
+//     elects from outside the ISR and ELR) write a metadata.UncleanElection
+//     record in the same write, after the change: previous leader, ISR and
+//     ELR, the time, and how many since the last acknowledgement; Gregor's
+//     own AckUncleanElectionRequest (unclean.go; no Kafka API) clears the
+//     one it names by leader epoch, never a newer one;
 //   - topics and configs: CreateTopics (placement.Place), DeleteTopics,
 //     CreatePartitions, IncrementalAlterConfigs and AlterConfigs for
 //     topics and brokers; changing min.insync.replicas with ELR on clears

@@ -326,6 +326,9 @@ func fmtPartition(p *metadata.PartitionImage) string {
 	if p.LeaderRecoveryState == metadata.Recovering {
 		s += " RECOVERING"
 	}
+	if u := p.Unclean; u != nil {
+		s += fmt.Sprintf(" UNCLEAN(leader-epoch=%d count=%d)", u.LeaderEpoch, u.Count)
+	}
 	return s
 }
 
@@ -504,6 +507,8 @@ func (c *cluster) fmtReply(r Reply) string {
 				fmt.Fprintf(&b, "  %s\n", fmtBinding(d))
 			}
 		}
+	case *AckUncleanElectionResponse:
+		fmt.Fprintf(&b, "acknowledged %s-%d leader-epoch=%d", c.topicName(v.Election.Topic), v.Election.Partition, v.Election.LeaderEpoch)
 	case *AlterUserScramCredentialsResponse:
 		for _, ur := range v.Results {
 			fmt.Fprintf(&b, "%s: %s\n", ur.User, fmtErr(ur.Err))
