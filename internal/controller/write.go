@@ -115,7 +115,7 @@ func (w *write) uncleanElection(t *metadata.TopicImage, p int32, leader int32) *
 	cur := t.Partitions[p]
 	e := &Election{Topic: t.Name, TopicID: t.ID, Partition: p, Leader: leader, LeaderEpoch: cur.LeaderEpoch + 1,
 		LastKnownLeader: len(cur.ISR) == 0 && len(cur.ELR) == 0 && slices.Equal(cur.LastKnownELR, []int32{leader}),
-		At: w.c.now, PreviousLeader: cur.Leader, PreviousISR: slices.Clone(cur.ISR), PreviousELR: slices.Clone(cur.ELR), Count: 1}
+		At:              w.c.now, PreviousLeader: cur.Leader, PreviousISR: slices.Clone(cur.ISR), PreviousELR: slices.Clone(cur.ELR), Count: 1}
 	if e.PreviousLeader == metadata.NoLeader && len(cur.LastKnownELR) == 1 {
 		e.PreviousLeader = cur.LastKnownELR[0]
 	}
