@@ -59,6 +59,9 @@ func RegisterAPI(a *Admin, s Source) {
 	a.Handle("GET /v1/groups/{group...}", api.handle(func(ctx context.Context, r *http.Request) (any, error) {
 		return s.Group(ctx, r.PathValue("group"))
 	}))
+	if acker, ok := s.(UncleanAcker); ok {
+		registerUncleanAck(a, api, acker)
+	}
 }
 
 type jsonAPI struct{ a *Admin }

@@ -88,6 +88,10 @@ type ClusterView struct {
 	UnderReplicated int   `json:"under_replicated_partitions"`
 	UnderMinISR     int   `json:"under_min_isr_partitions"`
 	Offline         int   `json:"offline_partitions"`
+	// UncleanElections are every partition's unacknowledged unclean or
+	// last-known-leader election, cluster-wide, by topic and partition:
+	// possible data loss an operator has not acknowledged yet.
+	UncleanElections []UncleanElectionView `json:"unclean_elections"`
 	Groups          int   `json:"groups"`
 	LogBytes        int64 `json:"log_bytes"`
 }
@@ -272,6 +276,9 @@ type PartitionSummary struct {
 	Segments   int     `json:"segments"`
 	Compacted  bool    `json:"compacted"`
 	DirtyRatio float64 `json:"dirty_ratio"` // 0 unless compacted
+	// UncleanElection is the partition's unacknowledged unclean or
+	// last-known-leader election, nil when there is none.
+	UncleanElection *UncleanElectionView `json:"unclean_election,omitempty"`
 }
 
 // PartitionView is one partition in full: everything the offsets bar draws.

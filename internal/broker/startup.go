@@ -11,6 +11,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/api"
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
+	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
@@ -212,7 +213,7 @@ func (b *Broker) newSource() *source.Source {
 		Metadata: published{b}, Partitions: b.replicas, Logs: b.logs, Cleaner: b.cleaner, Groups: b.groups, Txns: txnViews{b},
 		Orphans: b.orphans,
 		Config:  b.Config, TopicConfig: b.topicConfig, Clock: b.o.Clock, MetadataDir: b.dirs.MetadataDir,
-		Listener: b.layout.Client.Listener, Quorum: b.quorumView,
+		Listener: b.layout.Client.Listener, Quorum: b.quorumView, AckUnclean: b.ackUnclean,
 		AdminAddr: func() string {
 			if a := b.AdminAddr(); a != nil {
 				return a.String()
@@ -220,4 +221,22 @@ func (b *Broker) newSource() *source.Source {
 			return ""
 		},
 	})
+}
+
+// ackUnclean writes an unclean election's acknowledgement through this
+// node's controller when it is the active one (ok false otherwise), and
+// waits until this node has applied it, so the next read shows it cleared.
+func (b *Broker) ackUnclean(ctx context.Context, r *controller.AckUncleanElectionRequest) (*controller.AckUncleanElectionResponse, bool, error) {
+	sh := b.node.Shell()
+	if active, _ := sh.Active(); !active {
+		return nil, false, nil
+	}
+	rep := sh.Do(ctx, r)
+	if rep.Err != nil {
+		return nil, true, rep.Err
+	}
+	if err := b.node.Raft().WaitApplied(ctx, rep.Index); err != nil {
+		return nil, true, err
+	}
+	return rep.Value.(*controller.AckUncleanElectionResponse), true, nil
 }

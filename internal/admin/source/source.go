@@ -95,6 +95,9 @@ type Deps struct {
 	// shown. It reports failures in QuorumView.Error.
 	Quorum func(ctx context.Context) *admin.QuorumView
 	Clock  clock.Clock
+	// AckUnclean acknowledges unclean elections through this node's
+	// controller (nil: this source cannot; the API answers not_controller).
+	AckUnclean AckUnclean
 }
 
 // Source is the broker's admin.Source: the JSON API and the web console
@@ -207,6 +210,12 @@ func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 			}
 		}
 	}
+	v.UncleanElections = uncleanElections(im, func(t *metadata.TopicImage, p int32) *log.Log {
+		if part, ok := s.d.Partitions.Get(topicpart.TopicPartition{Topic: t.Name, Partition: p}); ok {
+			return part.Log
+		}
+		return nil
+	})
 	logs := s.d.Logs
 	all := logs.All()
 	v.MetadataDir = s.d.MetadataDir
@@ -386,8 +395,10 @@ func (s *Source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatu
 	ps := admin.PartitionSummary{Partition: h.index, Leader: pi.Leader, LeaderEpoch: pi.LeaderEpoch,
 		Replicas: append([]int32{}, pi.Replicas...), ISR: append([]int32{}, pi.ISR...)}
 	if h.part == nil {
+		ps.UncleanElection = uncleanView(h.topic, h.index, nil)
 		return ps
 	}
+	ps.UncleanElection = uncleanView(h.topic, h.index, h.part.Log)
 	snap := &h.snap
 	ps.Offsets = admin.Offsets{LogStart: snap.LogStartOffset, LSO: snap.LastStableOffset, HW: snap.HighWatermark,
 		LEO: snap.LogEndOffset, RecoveryPoint: snap.RecoveryPoint}
