@@ -117,7 +117,7 @@ var pageFiles = []string{
 
 func (c *console) parseTemplates() {
 	base := template.New("layout.html").Funcs(c.funcs())
-	base = template.Must(base.ParseFS(webFS, "web/layout.html", "web/offsetsbar.html"))
+	base = template.Must(base.ParseFS(webFS, "web/layout.html", "web/offsetsbar.html", "web/unclean.html"))
 	c.pages = make(map[string]*template.Template, len(pageFiles))
 	for _, f := range pageFiles {
 		t := template.Must(base.Clone())

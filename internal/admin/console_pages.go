@@ -92,6 +92,8 @@ func (c *console) overviewPage(r *http.Request) (*page, error) {
 	count("under-replicated", cv.UnderReplicated, "warn", "partitions with fewer in-sync replicas than replicas")
 	count("under min ISR", cv.UnderMinISR, "bad", "partitions below min.insync.replicas: acks=all produce fails")
 	count("offline", cv.Offline, "bad", "partitions without a leader")
+	count("unclean elections", len(cv.UncleanElections), "bad",
+		"partitions whose leader was elected from outside the ISR, not acknowledged yet: acknowledged records may be lost")
 	dirErrors := 0
 	for _, d := range cv.LogDirs {
 		body.Disks = append(body.Disks, newDiskView(d))

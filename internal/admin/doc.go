@@ -22,7 +22,8 @@
 //	              registered in it and promhttp_metric_handler_* counting
 //	              scrapes.
 //
-// The JSON API (RegisterAPI over a Source; read-only, GET only) answers
+// The JSON API (RegisterAPI over a Source; read-only but for the
+// acknowledgement of an unclean election) answers
 // indented JSON, Content-Type application/json, with the view types of
 // source.go:
 //
@@ -48,6 +49,14 @@
 //	                                          (served by package cleaner)
 //	GET /v1/groups                            []GroupSummary, by id
 //	GET /v1/groups/{group}                    GroupView (the id may hold "/")
+//	POST /v1/partitions/{topic}/{partition}/unclean-election/ack[?leader_epoch=N]
+//	                                          acknowledge the partition's recorded
+//	                                          unclean election (UncleanAcker;
+//	                                          only on the active controller's
+//	                                          node: elsewhere 421 not_controller
+//	                                          with controller_id; 409 conflict
+//	                                          when none or another epoch is
+//	                                          recorded); the one write of the API
 //	GET /v1/transactions                      []HeldPartition: every partition
 //	                                          whose LSO transactions hold back,
 //	                                          each classified (open, timing_out,
@@ -124,8 +133,12 @@
 //	                                        brokers unfenced, the metadata
 //	                                        quorum's leader, under-replicated,
 //	                                        under min ISR, offline, stray logs,
-//	                                        partitions whose LSO is held back),
-//	                                        the brokers (state, epoch, endpoints,
+//	                                        partitions whose LSO is held back,
+//	                                        unclean elections), an alert per
+//	                                        unacknowledged unclean election
+//	                                        (what happened, from which offset
+//	                                        records are lost, the command that
+//	                                        acknowledges it), the brokers (state, epoch, endpoints,
 //	                                        the controller), the quorum's voters
 //	                                        (log end offset, lag, last fetch and
 //	                                        caught up, directory id) and this
@@ -138,7 +151,8 @@
 //	                                        consumer lag per group
 //	GET /ui/topics/{topic}                  configs with sources; partitions with
 //	                                        the four offsets and a small bar each
-//	GET /ui/topics/{topic}/{partition}      the partition and its offsets bar
+//	GET /ui/topics/{topic}/{partition}      the partition and its offsets bar,
+//	                                        with the unclean election alert
 //	GET /ui/topics/{topic}/{partition}/messages
 //	                                        message browser: from=offset|timestamp,
 //	                                        offset, ts (UTC datetime, RFC 3339 or
