@@ -83,17 +83,17 @@ type ClusterView struct {
 	// StrayLogs counts the stray logs of every log dir (LogDirView.Strays).
 	StrayLogs int `json:"stray_logs"`
 
-	Topics          int   `json:"topics"`
-	Partitions      int   `json:"partitions"`
-	UnderReplicated int   `json:"under_replicated_partitions"`
-	UnderMinISR     int   `json:"under_min_isr_partitions"`
-	Offline         int   `json:"offline_partitions"`
+	Topics          int `json:"topics"`
+	Partitions      int `json:"partitions"`
+	UnderReplicated int `json:"under_replicated_partitions"`
+	UnderMinISR     int `json:"under_min_isr_partitions"`
+	Offline         int `json:"offline_partitions"`
 	// UncleanElections are every partition's unacknowledged unclean or
 	// last-known-leader election, cluster-wide, by topic and partition:
 	// possible data loss an operator has not acknowledged yet.
 	UncleanElections []UncleanElectionView `json:"unclean_elections"`
-	Groups          int   `json:"groups"`
-	LogBytes        int64 `json:"log_bytes"`
+	Groups           int                   `json:"groups"`
+	LogBytes         int64                 `json:"log_bytes"`
 }
 
 // Broker states of BrokerView.State, as Kafka's controller keeps them.
