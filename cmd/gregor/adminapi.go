@@ -61,6 +61,11 @@ func adminGet(ctx context.Context, base, path string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	return adminDo(req)
+}
+
+// adminDo sends req, asking for JSON, and returns the status and body.
+func adminDo(req *http.Request) (int, []byte, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -117,6 +117,9 @@ func printCluster(w io.Writer, v admin.ClusterView, now time.Time) {
 		t.AppendRow([]any{b.NodeID, b.State, b.Epoch, endpoint, orDash(b.Rack), note})
 	}
 	renderTable(w, t)
+	for _, u := range v.UncleanElections {
+		fmt.Fprintf(w, "\nWARNING %s/%d: %s\n", u.Topic, u.Partition, u.Explanation)
+	}
 	q := v.Quorum
 	if q == nil {
 		return

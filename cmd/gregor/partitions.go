@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/admin"
 )
 
 // debuggingReplicaID is Kafka's ListOffsetsRequest.DEBUGGING_REPLICA_ID. A
@@ -43,6 +45,10 @@ type partitionState struct {
 	SizeBytes        *int64         `json:"size_bytes,omitempty"`
 	ReplicaStates    []replicaState `json:"replica_states,omitempty"`
 	Errors           []string       `json:"errors,omitempty"`
+	// UncleanElection is the partition's unacknowledged unclean election,
+	// from Gregor's admin listener when describe was given one (--admin);
+	// Kafka's protocol does not carry it.
+	UncleanElection *admin.UncleanElectionView `json:"unclean_election,omitempty"`
 }
 
 // replicaState is one replica's log as its broker reports it.

@@ -12,6 +12,6 @@ func rootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(serveCmd(), storageCmd(), benchCmd(), topicCmd(), offsetsCmd(), produceCmd(), consumeCmd(), groupCmd(), txnCmd(),
-		logCmd(), whyCmd(), aclCmd(), userCmd(), clusterCmd(), devCmd())
+		logCmd(), whyCmd(), aclCmd(), userCmd(), clusterCmd(), partitionCmd(), devCmd())
 	return root
 }

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-broker/gregor/internal/admin"
 )
 
 func topicCmd() *cobra.Command {
@@ -243,6 +250,7 @@ type topicDescription struct {
 
 func topicDescribeCmd(f *connFlags) *cobra.Command {
 	var overrides bool
+	var adminAddr string
 	cmd := &cobra.Command{
 		Use:   "describe TOPIC[/PARTITION]...",
 		Short: "Show a topic's configs (with their source) and each partition's replicas, offsets and size",
@@ -279,21 +287,27 @@ partition:
                       the leader's own view (lag in time too, and why a
                       replica is out of the ISR).
 
-Always log start ≤ LSO ≤ HW ≤ LEO. -o json adds per-replica sizes.`,
+Always log start ≤ LSO ≤ HW ≤ LEO. -o json adds per-replica sizes.
+
+With --admin (or GREGOR_ADMIN) naming a Gregor admin listener, describe also
+asks it for each partition's unacknowledged unclean or last-known-leader
+election (Kafka's protocol does not carry it) and prints a WARNING with what
+may have been lost and how to acknowledge it.`,
 		Example: `  gregor topic describe orders
   gregor topic describe orders/3 --overrides
   gregor topic describe orders -o json | jq '.[0].partition_states'`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeTopics(f, true),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return topicDescribe(cmd, f, args, overrides)
+			return topicDescribe(cmd, f, args, overrides, adminAddr)
 		},
 	}
 	cmd.Flags().BoolVar(&overrides, "overrides", false, "show only configs set on the topic (DYNAMIC_TOPIC_CONFIG)")
+	cmd.Flags().StringVar(&adminAddr, "admin", os.Getenv("GREGOR_ADMIN"), "Gregor's admin HTTP listener, for unclean election warnings (GREGOR_ADMIN; empty: none)")
 	return cmd
 }
 
-func topicDescribe(cmd *cobra.Command, f *connFlags, args []string, overrides bool) error {
+func topicDescribe(cmd *cobra.Command, f *connFlags, args []string, overrides bool, adminAddr string) error {
 	s, end, err := f.connectTopics(cmd, args)
 	if err != nil {
 		return err
@@ -305,6 +319,11 @@ func topicDescribe(cmd *cobra.Command, f *connFlags, args []string, overrides bo
 	}
 	if err := describeELR(s.ctx, s.cl, parts); err != nil {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: no ELR column: DescribeTopicPartitions: %v\n", err)
+	}
+	if adminAddr != "" {
+		if err := describeUnclean(s.ctx, adminAddr, s.topics, parts); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: no unclean election warnings: %v\n", err)
+		}
 	}
 	rcs, cerr := s.adm.DescribeTopicConfigs(s.ctx, s.topics...)
 	var out []topicDescription
@@ -413,6 +432,11 @@ func printTopicDescription(w, errw io.Writer, d topicDescription) {
 		}
 	}
 	renderTable(w, t)
+	for _, ps := range d.PartitionStates {
+		if u := ps.UncleanElection; u != nil {
+			fmt.Fprintf(w, "WARNING partition %d: %s\n", ps.Partition, u.Explanation)
+		}
+	}
 	for _, e := range append(d.Errors, errs...) {
 		fmt.Fprintln(errw, "warning:", e)
 	}
@@ -699,4 +723,34 @@ func topicTrim(cmd *cobra.Command, f *connFlags, args []string, before string) e
 		return err
 	}
 	return failed.err("trims")
+}
+
+// describeUnclean fills each partition's unclean election from the admin
+// listener's topic documents (the first of a comma-separated list).
+func describeUnclean(ctx context.Context, addr string, topics []string, parts []*partitionState) error {
+	base, err := (&adminFlags{admin: addr}).baseURL()
+	if err != nil {
+		return err
+	}
+	for _, topic := range topics {
+		status, body, err := adminGet(ctx, base, "/v1/topics/"+url.PathEscape(topic))
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("%s answered %d for topic %s: %s", base, status, topic, strings.TrimSpace(string(body)))
+		}
+		var tv admin.TopicView
+		if err := json.Unmarshal(body, &tv); err != nil {
+			return fmt.Errorf("%s: topic %s: %w", base, topic, err)
+		}
+		for _, pd := range tv.PartitionDetail {
+			for _, ps := range parts {
+				if ps.Topic == topic && ps.Partition == pd.Partition {
+					ps.UncleanElection = pd.UncleanElection
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -144,15 +144,18 @@ func leaderView(ctx context.Context, bases []string, topic string, partition int
 func explainISR(v admin.PartitionView, now time.Time) []string {
 	name := fmt.Sprintf("%s/%d", v.Topic, v.Partition)
 	minISR, _ := configValue(v, "min.insync.replicas")
-	head := fmt.Sprintf("partition %s: leader %d (leader epoch %d), replicas %s, ISR %s, min.insync.replicas=%s.",
-		name, v.Leader, v.LeaderEpoch, formatBrokers(v.Replicas), formatBrokers(v.ISR), minISR)
+	head := []string{fmt.Sprintf("partition %s: leader %d (leader epoch %d), replicas %s, ISR %s, min.insync.replicas=%s.",
+		name, v.Leader, v.LeaderEpoch, formatBrokers(v.Replicas), formatBrokers(v.ISR), minISR)}
+	if u := v.UncleanElection; u != nil {
+		head = append(head, "WARNING: "+u.Explanation)
+	}
 	if !isLeaderView(v) && v.Leader < 0 {
-		return []string{head, "the partition has no leader: it is offline until an eligible replica's broker is back."}
+		return append(head, "the partition has no leader: it is offline until an eligible replica's broker is back.")
 	}
 	if !isLeaderView(v) {
-		return []string{head, fmt.Sprintf("the broker that answered is not the leader; only broker %d knows why a replica left the ISR and what it waits for.", v.Leader)}
+		return append(head, fmt.Sprintf("the broker that answered is not the leader; only broker %d knows why a replica left the ISR and what it waits for.", v.Leader))
 	}
-	lines := []string{head, fmt.Sprintf("the leader's log end offset is %d, its high watermark %d.", v.LEO, v.HW)}
+	lines := append(head, fmt.Sprintf("the leader's log end offset is %d, its high watermark %d.", v.LEO, v.HW))
 	if n, err := strconv.ParseInt(minISR, 10, 64); err == nil && int64(len(v.ISR)) < n {
 		lines = append(lines, fmt.Sprintf("the ISR has %d member(s), fewer than min.insync.replicas=%d: produce requests with acks=all fail with NOT_ENOUGH_REPLICAS and the high watermark does not advance until a replica rejoins.", len(v.ISR), n))
 	}

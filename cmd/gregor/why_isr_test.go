@@ -67,6 +67,15 @@ func TestExplainISR(t *testing.T) {
 			return v
 		}(),
 		want: []string{"leader -1", "the partition has no leader: it is offline"},
+		not:  []string{"WARNING"},
+	}, {
+		name: "after an unclean election",
+		view: func() admin.PartitionView {
+			v := isrView([]int32{1}, "1")
+			v.UncleanElection = &admin.UncleanElectionView{Explanation: "Possible data loss: broker 1 was elected uncleanly."}
+			return v
+		}(),
+		want: []string{"min.insync.replicas=1.\nWARNING: Possible data loss: broker 1 was elected uncleanly.\nthe leader's log end offset is 100"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := strings.Join(explainISR(tc.view, whyNow), "\n") + "\n"
