@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -153,6 +154,12 @@ func TestTransactionVersionFeature(t *testing.T) {
 	for _, tv := range []int16{2, 1, 0} {
 		f := newLogAPIWith(t, map[string]string{"gregor.transaction.version": fmt.Sprint(tv)})
 		resp := f.request(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
+		resp.SupportedFeatures = slices.DeleteFunc(resp.SupportedFeatures, func(sf kmsg.ApiVersionsResponseSupportedFeature) bool {
+			return sf.Name == "eligible.leader.replicas.version"
+		})
+		resp.FinalizedFeatures = slices.DeleteFunc(resp.FinalizedFeatures, func(ff kmsg.ApiVersionsResponseFinalizedFeature) bool {
+			return ff.Name == "eligible.leader.replicas.version"
+		})
 		if len(resp.SupportedFeatures) != 1 || resp.SupportedFeatures[0].Name != "transaction.version" ||
 			resp.SupportedFeatures[0].MaxVersion != 2 || resp.FinalizedFeaturesEpoch < 0 {
 			t.Fatalf("transaction.version=%d: supported %+v, epoch %d", tv, resp.SupportedFeatures, resp.FinalizedFeaturesEpoch)
