@@ -144,8 +144,9 @@ type fetchOp struct {
 	deadline time.Time
 	waiter   *replica.Waiter
 	out      []fetchResult
-	// follower: a replica sent the fetch.
-	follower bool
+	// follower: a replica sent the fetch; waiting: the leader was told it
+	// waits (a long poll), and is told again when it is answered.
+	follower, waiting bool
 }
 
 // resolve applies the request's partitions to its session and finds each
@@ -307,6 +308,10 @@ func (op *fetchOp) poll() (kmsg.Response, bool) {
 		!h.d.Clock.Now().Before(op.deadline) || h.d.Replicas.Closing() ||
 		(op.follower && h.followerNeedsHighWatermark(op.req, op.parts))
 	if !done {
+		if op.follower && !op.waiting {
+			op.waiting = true
+			op.h.followerWaiting(op.req, op.parts, op.out, true)
+		}
 		return nil, false
 	}
 	return op.answer(), true
@@ -315,6 +320,10 @@ func (op *fetchOp) poll() (kmsg.Response, bool) {
 // answer encodes the last read and ends the fetch: the session's epoch
 // moves on and its lock and the waiter are given back.
 func (op *fetchOp) answer() kmsg.Response {
+	if op.waiting {
+		op.waiting = false
+		op.h.followerWaiting(op.req, op.parts, op.out, false)
+	}
 	bodies := op.h.finishFetch(op.FetchResponse, op.req, op.listener, op.parts, op.out, op.incremental)
 	if op.incremental && op.session != nil {
 		// A new session already expects epoch 1 (KIP-227).
@@ -385,6 +394,19 @@ func (h *Handler) followerFetched(req *kmsg.FetchRequest, parts []fetchPart, out
 		}
 	}
 	return refused
+}
+
+// followerWaiting tells each partition's leader state that the follower's
+// fetch waits for data, or has been answered (Kafka records a follower's
+// fetch on its first read only; see isr.Leader.FollowerWaiting).
+func (h *Handler) followerWaiting(req *kmsg.FetchRequest, parts []fetchPart, out []fetchResult, waiting bool) {
+	id, _ := replicaOf(req)
+	for i := range parts {
+		fp := &parts[i]
+		if fp.err == nil && !fp.awaitEpoch && fp.diverging == nil && fp.hosted != nil && out[i].err == nil {
+			h.d.Replicas.FollowerWaiting(fp.hosted, id, fp.sp.FetchOffset, waiting)
+		}
+	}
 }
 
 // followerNeedsHighWatermark: a caught-up follower's fetch is answered when

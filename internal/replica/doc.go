@@ -32,7 +32,9 @@
 // ISR. A follower's fetch is checked for divergence before reading
 // (DivergingEpoch: KIP-320), reads up to the log end offset, then records
 // the follower's progress (FollowerFetched), which may propose adding it to
-// the ISR. The isr-expiration task (every replica.lag.time.max.ms/2)
+// the ISR; a fetch that waits for data tells the leader so when it starts
+// waiting and when it is answered (FollowerWaiting), so an idle follower's
+// caught-up time is current. The isr-expiration task (every replica.lag.time.max.ms/2)
 // proposes removing lagging followers. Proposals go to the active
 // controller through the AlterPartition queue (alterpartition.go, Kafka's
 // AlterPartitionManager: batched, one request in flight, retried); answers

@@ -116,6 +116,22 @@ func (m *Manager) FollowerFetched(p *Partition, f FollowerFetch) error {
 	return nil
 }
 
+// FollowerWaiting records that follower id's fetch of p at fetchOffset
+// waits for data (a long poll) or, waiting false, has been answered (see
+// isr.Leader.FollowerWaiting). Only fetches that wait call it, so a busy
+// partition's fetches pay nothing for it.
+func (m *Manager) FollowerWaiting(p *Partition, id int32, fetchOffset int64, waiting bool) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if !p.role.Leader || p.leader == nil {
+		return
+	}
+	now := m.now()
+	p.replMu.Lock()
+	p.leader.FollowerWaiting(id, fetchOffset, p.Log.LogEndOffset(), waiting, now)
+	p.replMu.Unlock()
+}
+
 func unknownReplica(f FollowerFetch, err error) error {
 	if errors.Is(err, isr.ErrUnknownReplica) && f.CurrentLeaderEpoch >= 0 {
 		return fmt.Errorf("%w: %w", kerr.UnknownLeaderEpoch, err)

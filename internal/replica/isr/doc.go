@@ -35,7 +35,13 @@
 // A follower's log end offset is its fetch offset. lastCaughtUpTime moves to
 // the fetch time when the fetch offset reaches the leader's log end offset,
 // else to the previous fetch's time when it reaches the leader's log end
-// offset as of that previous fetch. A fetch naming an older broker epoch
+// offset as of that previous fetch. A fetch that waits for data (a long
+// poll, up to replica.fetch.wait.max.ms) is marked Waiting; when it is
+// answered the first rule applies again at the answer's time
+// (FollowerWaiting), and while it waits at the log end offset the view
+// (View) reports the follower caught up now: an idle follower's last
+// caught-up time is not up to replica.fetch.wait.max.ms old, as it is when
+// only the fetch's arrival counts (Kafka's shows that lag). A fetch naming an older broker epoch
 // than the metadata's is refused (KIP-903). A follower is caught up when its
 // log end offset equals the leader's or it was caught up within
 // replica.lag.time.max.ms.

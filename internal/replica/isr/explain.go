@@ -101,6 +101,10 @@ func (l *Leader) View(leo, hw int64, now time.Time, brokers Brokers) []ReplicaVi
 			continue
 		}
 		v.LogEndOffset, v.LogStartOffset, v.LastFetch, v.LastCaughtUp = f.LogEndOffset, f.LogStartOffset, f.LastFetch, f.LastCaughtUp
+		if f.Waiting && f.LogEndOffset >= leo {
+			// Its fetch waits at the log end offset: caught up this instant.
+			v.LastCaughtUp = now
+		}
 		v.BrokerEpoch, v.FetchedThisEpoch, v.CaughtUp = f.BrokerEpoch, f.FetchedThisEpoch, l.caughtUp(f, leo, now)
 		v.HoldsHighWatermark = v.InMaximalISR || (v.CaughtUp && l.eligible(f, brokers))
 		if !v.InISR {

@@ -57,6 +57,9 @@ type Follower struct {
 	BrokerEpoch int64
 	// FetchedThisEpoch: a fetch arrived in the current leader epoch.
 	FetchedThisEpoch bool
+	// Waiting: its last fetch waits at the leader for data (a long poll)
+	// and has not been answered yet.
+	Waiting bool
 }
 
 func newFollower(id int32) *Follower {
@@ -383,7 +386,28 @@ func (l *Leader) FollowerFetched(id int32, fetchOffset, logStart, brokerEpoch, l
 	f.LastFetch = now
 	f.BrokerEpoch = brokerEpoch
 	f.FetchedThisEpoch = true
+	f.Waiting = false
 	return nil
+}
+
+// FollowerWaiting records that follower id's fetch at fetchOffset (the one
+// FollowerFetched recorded) waits for data at the leader, or (waiting
+// false) has been answered, when the leader's log end offset is leaderLEO.
+// Either way the follower is caught up at now if its fetch offset is at
+// the leader's log end offset then: Kafka's updateFetchStateOrThrow rule,
+// applied at the long poll's end as well as at its start, so an idle
+// follower's last caught-up time does not lag by up to
+// replica.fetch.wait.max.ms. A fetch of an earlier offset or leader epoch
+// (the follower state was reset since) is ignored.
+func (l *Leader) FollowerWaiting(id int32, fetchOffset, leaderLEO int64, waiting bool, now time.Time) {
+	f := l.followers[id]
+	if f == nil || !f.FetchedThisEpoch || f.LogEndOffset != fetchOffset {
+		return
+	}
+	f.Waiting = waiting
+	if fetchOffset >= leaderLEO {
+		f.LastCaughtUp = later(f.LastCaughtUp, now)
+	}
 }
 
 func later(a, b time.Time) time.Time {

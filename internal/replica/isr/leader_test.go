@@ -384,3 +384,60 @@ func TestControllerRemovalExplained(t *testing.T) {
 		t.Fatalf("departure %+v", d)
 	}
 }
+
+// An idle follower's long poll: its fetch at the log end offset waits (up
+// to replica.fetch.wait.max.ms). While it waits the view says it is caught
+// up now; answered with nothing new, its last caught-up time is the
+// answer's, not the fetch's arrival. Answered because the log grew (the
+// follower is behind now), or for a fetch that is not its last, nothing
+// moves; a fetch below the log end never counts.
+func TestIdleFollowerLastCaughtUp(t *testing.T) {
+	f := newFixture(t, []int32{1, 2, 3}, 1)
+	f.advance(time.Second)
+	arrived := f.now
+	f.fetch(2, 100, 100)
+	f.l.FollowerWaiting(2, 100, 100, true, f.now)
+	f.advance(450 * time.Millisecond)
+	caughtUp := func(id int32, leo int64) time.Time {
+		for _, v := range f.l.View(leo, 100, f.now, f.lookup) {
+			if v.ID == id {
+				return v.LastCaughtUp
+			}
+		}
+		t.Fatalf("no view of %d", id)
+		return time.Time{}
+	}
+	if got := caughtUp(2, 100); !got.Equal(f.now) {
+		t.Fatalf("waiting at the log end: last caught up %v, want now (%v; the fetch arrived %v)", got, f.now, arrived)
+	}
+	if fl, _ := f.l.Follower(2); !fl.LastCaughtUp.Equal(arrived) {
+		t.Fatalf("the state moved before the answer: %v", fl.LastCaughtUp)
+	}
+	f.advance(50 * time.Millisecond)
+	answered := f.now
+	f.l.FollowerWaiting(2, 100, 100, false, f.now)
+	f.advance(10 * time.Millisecond)
+	if got := caughtUp(2, 100); !got.Equal(answered) {
+		t.Fatalf("answered at the log end: last caught up %v, want the answer's time %v", got, answered)
+	}
+	// A long poll answered because the log grew: not caught up at the answer.
+	f.fetch(2, 100, 100)
+	f.l.FollowerWaiting(2, 100, 100, true, f.now)
+	before, _ := f.l.Follower(2)
+	f.advance(100 * time.Millisecond)
+	f.l.FollowerWaiting(2, 100, 105, false, f.now)
+	if after, _ := f.l.Follower(2); !after.LastCaughtUp.Equal(before.LastCaughtUp) || after.Waiting {
+		t.Fatalf("answered behind the log end: last caught up %v → %v, waiting %v", before.LastCaughtUp, after.LastCaughtUp, after.Waiting)
+	}
+	if got := caughtUp(2, 105); !got.Equal(before.LastCaughtUp) {
+		t.Fatalf("view of a follower behind: %v, want %v", got, before.LastCaughtUp)
+	}
+	// A stale fetch (not the follower's last) and one below the log end.
+	f.advance(time.Second)
+	f.fetch(3, 90, 105)
+	f.l.FollowerWaiting(3, 80, 105, false, f.now)
+	f.l.FollowerWaiting(3, 90, 105, true, f.now)
+	if fl, _ := f.l.Follower(3); fl.LastCaughtUp.Equal(f.now) || caughtUp(3, 105).Equal(f.now) {
+		t.Fatalf("a follower 15 behind counted caught up: %v", fl.LastCaughtUp)
+	}
+}
