@@ -263,9 +263,9 @@ partition:
   REPLICAS, ISR       the assigned replicas and the in-sync replicas
   ELR                 eligible leader replicas (KIP-966): replicas that left
                       the ISR while it was below min.insync.replicas and may
-                      still be elected without losing acknowledged records;
-                      empty unless eligible.leader.replicas.version is on.
-                      Left out when the broker does not answer
+                      still be elected without losing acknowledged records
+                      (eligible.leader.replicas.version, on in every new
+                      Gregor cluster). Left out when the broker does not answer
                       DescribeTopicPartitions.
   LOG-START           log start offset: the first offset still in the log
                       (ListOffsets earliest); retention and trim move it

@@ -84,6 +84,8 @@ func failForwarded(req kmsg.Request, code int16, msg *string) kmsg.Response {
 		return failDeleteAcls(r, code, msg)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return failAlterUserScram(r, code, msg)
+	case *kmsg.UpdateFeaturesRequest:
+		return failUpdateFeatures(r, code, msg)
 	case *kmsg.DescribeQuorumRequest:
 		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		resp.ErrorCode = code

@@ -30,6 +30,7 @@ var clusterForwarded = map[int16]auth.Operation{
 	kmsg.CreateACLs.Int16():                 auth.OpAlter,
 	kmsg.DeleteACLs.Int16():                 auth.OpAlter,
 	kmsg.AlterUserSCRAMCredentials.Int16():  auth.OpAlter,
+	kmsg.UpdateFeatures.Int16():             auth.OpAlter,
 }
 
 // authorizeForward returns the request to forward (nil when nothing is

@@ -573,6 +573,8 @@ func (c *Core) build(w *write, o *op) built {
 		return c.alterScram(w, r)
 	case *AckUncleanElectionRequest:
 		return c.ackUncleanElection(w, r)
+	case *UpdateFeaturesRequest:
+		return c.updateFeatures(w, r)
 	}
 	return answer(nil, fmt.Errorf("%w: the controller does not serve %T", kerr.InvalidRequest, o.req))
 }

@@ -243,6 +243,16 @@ func (c *cluster) adminRequest(t *testing.T, d *datadriven.TestData, a *transcri
 		return r
 	case "alter-scram":
 		return scramArgs(t, d)
+	case "update-features":
+		r := &UpdateFeaturesRequest{ValidateOnly: a.Has("validate-only")}
+		for _, l := range lines(d.Input) {
+			kv, typ, _ := strings.Cut(l, " ")
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.Atoi(v)
+			ty, _ := strconv.Atoi(strings.TrimPrefix(typ, "type="))
+			r.Updates = append(r.Updates, FeatureUpdate{Feature: k, Level: int16(n), Type: int8(ty)})
+		}
+		return r
 	case "ack-unclean":
 		return &AckUncleanElectionRequest{Topic: a.String("topic", ""), Partition: int32(a.Int("partition", 0)),
 			LeaderEpoch: int32(a.Int("leader-epoch", -1))}

@@ -70,6 +70,10 @@
 //     ELR, the time, and how many since the last acknowledgement; Gregor's
 //     own AckUncleanElectionRequest (unclean.go; no Kafka API) clears the
 //     one it names by leader epoch, never a newer one;
+//   - features (features.go): UpdateFeatures finalizes
+//     eligible.leader.replicas.version (0-1; a new cluster's bootstrap
+//     finalizes 1), all updates or none as Kafka's FeatureControlManager;
+//     disabling it clears every ELR and last known ELR;
 //   - topics and configs: CreateTopics (placement.Place), DeleteTopics,
 //     CreatePartitions, IncrementalAlterConfigs and AlterConfigs for
 //     topics and brokers; changing min.insync.replicas with ELR on clears

@@ -380,6 +380,8 @@ func (c *cluster) fmtRecord(r metadata.Record) string {
 		return fmt.Sprintf("UncleanElection %s-%d leader-epoch=%d leader=%d at=+%s last-known-leader=%v previous: leader=%d isr=%v elr=%v; count=%d",
 			c.names[r.Topic], r.Partition, r.LeaderEpoch, r.Leader, time.UnixMilli(r.AtMs).Sub(time.Unix(1_000_000, 0)),
 			r.LastKnownLeader, r.PreviousLeader, r.PreviousISR, r.PreviousELR, r.Count)
+	case metadata.FeatureLevel:
+		return fmt.Sprintf("FeatureLevel %s=%d", r.Name, r.Level)
 	case metadata.AckUncleanElection:
 		return fmt.Sprintf("AckUncleanElection %s-%d leader-epoch=%d", c.names[r.Topic], r.Partition, r.LeaderEpoch)
 	}
@@ -506,6 +508,10 @@ func (c *cluster) fmtReply(r Reply) string {
 			for _, d := range fr.Deleted {
 				fmt.Fprintf(&b, "  %s\n", fmtBinding(d))
 			}
+		}
+	case *UpdateFeaturesResponse:
+		for _, r := range v.Results {
+			fmt.Fprintf(&b, "%s: %s\n", r.Feature, fmtErr(r.Err))
 		}
 	case *AckUncleanElectionResponse:
 		fmt.Fprintf(&b, "acknowledged %s-%d leader-epoch=%d", c.topicName(v.Election.Topic), v.Election.Partition, v.Election.LeaderEpoch)
