@@ -56,7 +56,10 @@
 //	                                          node: elsewhere 421 not_controller
 //	                                          with controller_id; 409 conflict
 //	                                          when none or another epoch is
-//	                                          recorded); the one write of the API
+//	                                          recorded; 403 for a browser's
+//	                                          cross-site request: Origin of
+//	                                          another host, or Sec-Fetch-Site);
+//	                                          the one write of the API
 //	GET /v1/transactions                      []HeldPartition: every partition
 //	                                          whose LSO transactions hold back,
 //	                                          each classified (open, timing_out,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -92,6 +94,13 @@ type AckAnswer struct {
 
 func registerUncleanAck(a *Admin, api *jsonAPI, s UncleanAcker) {
 	a.Handle("POST /v1/partitions/{topic}/{partition}/unclean-election/ack", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if crossSite(r) {
+			// A page on another site must not make a browser write: the
+			// API's one write is for tools (gregor, curl), which send no
+			// Origin of another host.
+			writeAPIJSON(w, http.StatusForbidden, APIError{Error: "cross-site requests may not acknowledge unclean elections", Code: "forbidden"})
+			return
+		}
 		p, err := apiPartitionParam(r)
 		if err != nil {
 			api.writeError(w, r, err)
@@ -120,4 +129,18 @@ func registerUncleanAck(a *Admin, api *jsonAPI, s UncleanAcker) {
 			writeAPIJSON(w, http.StatusOK, AckAnswer{Acknowledged: v})
 		}
 	}))
+}
+
+// crossSite reports a browser request sent by a page of another origin:
+// Sec-Fetch-Site says so, or Origin names another host than Host.
+func crossSite(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return true
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err != nil || !strings.EqualFold(u.Host, r.Host)
 }

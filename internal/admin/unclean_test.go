@@ -114,6 +114,20 @@ func TestAPIAckUncleanElection(t *testing.T) {
 	if want := "orders/0@-1 orders/0@6 nope/0@-1 orders/0@7"; strings.Join(src.calls, " ") != want {
 		t.Errorf("calls %v, want %s", src.calls, want)
 	}
+	for _, h := range []map[string]string{{"Origin": "http://evil.example"}, {"Sec-Fetch-Site": "cross-site"}} {
+		req := httptest.NewRequest(http.MethodPost, path, nil)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		a.Handler().ServeHTTP(rec, req)
+		if rec.Code != http.StatusForbidden {
+			t.Errorf("a cross-site POST (%v): %d", h, rec.Code)
+		}
+	}
+	if len(src.calls) != 4 {
+		t.Errorf("cross-site POSTs reached the source: %v", src.calls)
+	}
 	if code, _, _ := get(t, a.Handler(), path); code != http.StatusMethodNotAllowed {
 		t.Errorf("GET of the acknowledgement route: %d", code)
 	}
