@@ -107,15 +107,22 @@ func TestApplyUncleanElection(t *testing.T) {
 	if im.Partition("t", 0).Unclean != nil {
 		t.Fatal("applying changed an earlier image")
 	}
-	// A snapshot carries it.
-	re, _ := apply(t, Empty(), 1, im2.Records()...)
-	if got := re.Partition("t", 0).Unclean; got == nil || !cmp.Equal(*got, u, cmpopts.EquateEmpty()) {
-		t.Fatalf("from the snapshot: %+v", got)
+	// A snapshot carries it, also once the partition has moved on to
+	// another leader epoch.
+	moved, _ := apply(t, im2, 3, PartitionChange{Topic: tid, Partition: 0, ExpectedPartitionEpoch: 1, Leader: 1,
+		ISR: []int32{1}, LeaderRecoveryState: Recovered})
+	for _, src := range []*Image{im2, moved} {
+		re, _ := apply(t, Empty(), 1, src.Records()...)
+		if got := re.Partition("t", 0).Unclean; re.Skipped != 0 || got == nil || !cmp.Equal(*got, u, cmpopts.EquateEmpty()) {
+			t.Fatalf("from the snapshot at leader epoch %d: %+v (skipped %d)", src.Partition("t", 0).LeaderEpoch, got, re.Skipped)
+		}
 	}
-	// Wrong epoch or leader: skipped; an acknowledgement of another epoch too.
-	bad, _ := apply(t, im2, 3, UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 0, Leader: 3},
-		UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 1, Leader: 2}, AckUncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 0})
-	if bad.Skipped != 3 || bad.Partition("t", 0).Unclean == nil {
+	// A future epoch, another leader in its epoch, one not newer than the
+	// one held: skipped; an acknowledgement of another epoch too.
+	bad, _ := apply(t, im2, 3, UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 2, Leader: 3},
+		UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 1, Leader: 2}, UncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 0, Leader: 1},
+		AckUncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 0})
+	if bad.Skipped != 4 || bad.Partition("t", 0).Unclean == nil || bad.Partition("t", 0).Unclean.Leader != 3 {
 		t.Fatalf("mismatched records: skipped %d, unclean %+v", bad.Skipped, bad.Partition("t", 0).Unclean)
 	}
 	acked, _ := apply(t, im2, 3, AckUncleanElection{Topic: tid, Partition: 0, LeaderEpoch: 1})

@@ -51,10 +51,10 @@
 //   - BrokerRegistrationChange and UnregisterBroker apply only to the broker
 //     epoch they name; ProducerIDs only when the next block start grows;
 //   - RemoveTopic removes the topic's partitions and configs;
-//   - an UncleanElection applies only to a partition at its leader epoch
-//     with its leader (it follows the change that elected it, in the same
-//     entry); an AckUncleanElection only to the election of its leader
-//     epoch;
+//   - an UncleanElection applies to a partition at its leader epoch with
+//     its leader (it follows the change that elected it, in the same
+//     entry) or at a later epoch (in a snapshot), when newer than the one
+//     held; an AckUncleanElection only to the election of its leader epoch;
 //   - an AccessControlEntry applies under an id not taken and for an ACL
 //     not already present; RemoveAccessControlEntry and
 //     RemoveUserScramCredential only to what exists.

@@ -19,10 +19,11 @@ const (
 )
 
 // UncleanElection says partition Partition of Topic got Leader in
-// LeaderEpoch from outside its ISR and ELR. It applies only when the
-// partition is at that leader epoch with that leader (the change that made
-// the election is in the same entry, before it), and replaces any earlier
-// one of the partition.
+// LeaderEpoch from outside its ISR and ELR. It applies to a partition at
+// that leader epoch with that leader (the change that made the election is
+// in the same entry, before it) or at a later leader epoch (a snapshot
+// writes it after the partition, which may have moved on since), and only
+// when it is newer than the one the partition holds, which it replaces.
 type UncleanElection struct {
 	Topic       TopicID
 	Partition   int32
@@ -84,16 +85,18 @@ func (a *applier) setUnclean(r UncleanElection) {
 		a.next.Skipped++
 		return
 	}
-	if p := old.Partitions[r.Partition]; p.LeaderEpoch != r.LeaderEpoch || p.Leader != r.Leader {
+	p := old.Partitions[r.Partition]
+	if r.LeaderEpoch > p.LeaderEpoch || (r.LeaderEpoch == p.LeaderEpoch && r.Leader != p.Leader) ||
+		(p.Unclean != nil && p.Unclean.LeaderEpoch >= r.LeaderEpoch) {
 		a.next.Skipped++
 		return
 	}
 	t := a.ownTopic(r.Topic)
-	p := *t.Partitions[r.Partition]
+	np := *t.Partitions[r.Partition]
 	u := r
 	u.PreviousISR, u.PreviousELR = slices.Clone(r.PreviousISR), slices.Clone(r.PreviousELR)
-	p.Unclean = &u
-	t.Partitions[r.Partition] = &p
+	np.Unclean = &u
+	t.Partitions[r.Partition] = &np
 }
 
 // ackUnclean clears the partition's unclean election of r.LeaderEpoch.
