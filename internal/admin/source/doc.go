@@ -1,7 +1,8 @@
 // Package source is the broker's read model for people: the admin.Source
 // that the JSON API (/v1/) and the web console read. It describes the
 // broker's in-process state, never asking over the Kafka protocol, and owns
-// no state of its own beyond the time it started.
+// no state of its own beyond the time it started; it writes nothing but an
+// unclean election's acknowledgement.
 //
 // What each view is built from:
 //
@@ -33,7 +34,13 @@
 //     Deps.Txns can ask, the others named in OngoingView.Errors; the
 //     automatic abort's state (Deps.Orphans, *txn.OrphanAborter);
 //   - log dirs: FS.DiskUsage for each dir, the log manager's logs in it and
-//     the stray logs it set aside there; which dir holds the metadata.
+//     the stray logs it set aside there; which dir holds the metadata;
+//   - unclean elections (unclean.go): the image's PartitionImage.Unclean,
+//     plus, where this broker hosts the partition, the offset at which its
+//     log's leader epoch cache starts the election's epoch (the elected
+//     replica's log end then). The one write, acknowledging one, goes to
+//     the active controller in this process (Deps.AckUnclean) or answers
+//     admin.NotControllerError naming it.
 //
 // Records pages (records.go) read the log directly, up to the high
 // watermark or, read_committed, the last stable offset, bounded by
