@@ -38,6 +38,9 @@ var (
 	descUncleanElections = prometheus.NewDesc("kafka_controller_controllerstats_uncleanleaderelectionspersec",
 		"Unclean and last-known-leader elections this node's controller made while active (acknowledged records may be lost), by kind.",
 		[]string{"kind"}, nil)
+	descUnackedUnclean = prometheus.NewDesc("gregor_unclean_elections_unacknowledged",
+		"Partitions whose last unclean or last-known-leader election no operator has acknowledged yet (gregor partition ack-unclean): possible loss of acknowledged records. The same on every node (cluster metadata).",
+		nil, nil)
 	descActiveController = prometheus.NewDesc("kafka_controller_kafkacontroller_activecontrollercount",
 		"1 if this node is the active controller, else 0.", nil, nil)
 	descGlobalTopics = prometheus.NewDesc("kafka_controller_kafkacontroller_globaltopiccount",
@@ -105,7 +108,7 @@ type brokerCollector Broker
 
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descPartitionCount, descLeaderCount, descUnderReplicated, descUnderMinISR,
-		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descUncleanElections, descGlobalTopics,
+		descAtMinISR, descOfflineReplicas, descOfflinePartitions, descActiveController, descUncleanElections, descUnackedUnclean, descGlobalTopics,
 		descGlobalPartitions, descLogDirSize, descLogDirSegments, descLogDirStrays, descLogSize, descLogSegments,
 		descOfflineLogDirs, descLogDirOffline, descLogDirFull, descLogDirUsable, descLogDirMinFree,
 		descLogStartOffset, descLogEndOffset, descGroups, descACLs} {
@@ -212,12 +215,15 @@ func (c *brokerCollector) collectLogDirs(gauge func(*prometheus.Desc, float64, .
 func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, ...string), _, offlineHosted int) {
 	b := (*Broker)(c)
 	im := published{b}.Image()
-	var total, offline, offlineReplicas int
+	var total, offline, offlineReplicas, unacked int
 	for _, t := range im.SortedTopics() {
 		for _, p := range t.Partitions {
 			total++
 			if p.Leader < 0 {
 				offline++
+			}
+			if p.Unclean != nil {
+				unacked++
 			}
 			for _, r := range p.Replicas {
 				if br := im.Brokers[r]; br == nil || br.Fenced {
@@ -235,6 +241,7 @@ func (c *brokerCollector) collectCluster(gauge func(*prometheus.Desc, float64, .
 	gauge(descActiveController, active)
 	gauge(descUncleanElections, float64(b.uncleanElections.Load()), "unclean") // a count since start, as the meter's Count
 	gauge(descUncleanElections, float64(b.lastKnownElections.Load()), "last_known_leader")
+	gauge(descUnackedUnclean, float64(unacked))
 	gauge(descGlobalTopics, float64(im.NumTopics()))
 	gauge(descGlobalPartitions, float64(total))
 }

@@ -153,6 +153,9 @@ func TestUncleanElectionReported(t *testing.T) {
 	if got := cv.UncleanElections[0]; got.Topic != on || got.LeaderEpoch != u.LeaderEpoch || got.EpochStartOffset != -1 {
 		t.Fatalf("node 4 (no replica) shows %+v", got)
 	}
+	if v := metricValue(t, nd4, "gregor_unclean_elections_unacknowledged"); v != 1 {
+		t.Errorf("node 4's gregor_unclean_elections_unacknowledged = %v, want 1", v)
+	}
 	for _, pg := range []struct {
 		nd   *node
 		path string
@@ -217,6 +220,9 @@ func TestUncleanElectionReported(t *testing.T) {
 		if !poll(10*time.Second, func() bool { return nd.adminJSON(t, "/v1/cluster", &cv) && len(cv.UncleanElections) == 0 }) {
 			t.Errorf("node %d still shows %+v after the acknowledgement", nd.id, cv.UncleanElections)
 		}
+	}
+	if v := metricValue(t, nd4, "gregor_unclean_elections_unacknowledged"); v != 0 {
+		t.Errorf("after the acknowledgement node 4's gregor_unclean_elections_unacknowledged = %v", v)
 	}
 	if _, body := nd4.adminGet(t, "/"); strings.Contains(body, `role="alert"`) {
 		t.Error("the overview still shows the alert after the acknowledgement")
