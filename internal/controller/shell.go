@@ -216,7 +216,8 @@ func (s *Shell) drain(ctx context.Context, waiting map[uint64]chan Reply) time.T
 		for _, e := range out.Elections {
 			s.log.Error("unclean leader election: records acknowledged by the previous in-sync replicas may be lost",
 				"topic", e.Topic, "partition", e.Partition, "leader", e.Leader, "leader_epoch", e.LeaderEpoch,
-				"last_known_leader", e.LastKnownLeader)
+				"last_known_leader", e.LastKnownLeader, "previous_leader", e.PreviousLeader, "previous_isr", e.PreviousISR,
+				"previous_elr", e.PreviousELR, "unacknowledged", e.Count)
 			if s.cfg.OnElection != nil {
 				s.cfg.OnElection(e)
 			}
