@@ -44,10 +44,31 @@ type UncleanElectionView struct {
 	// know (it hosts no replica, or its log holds nothing of that epoch).
 	// The previous leader's high watermark is not known to any survivor.
 	EpochStartOffset int64 `json:"epoch_start_offset"`
+	// TruncatedHere is this node's replica cutting its log to match the
+	// new leader (nil: it did not, or holds no replica): the records it
+	// dropped, and how many of them were below its high watermark, that
+	// is acknowledged, as far as it knew (after a restart its high
+	// watermark is the last checkpointed one: a lower bound).
+	TruncatedHere *TruncationView `json:"truncated_here,omitempty"`
 	// Explanation says what happened and what it means, for people.
 	Explanation string `json:"explanation"`
 	// Acknowledge is the command that clears the warning.
 	Acknowledge string `json:"acknowledge"`
+}
+
+// TruncationView is a replica's cut of its log to match its leader.
+type TruncationView struct {
+	At          time.Time `json:"at"`
+	LeaderEpoch int32     `json:"leader_epoch"`
+	// FromLogEnd and FromHighWatermark were its log end offset and high
+	// watermark before; ToOffset is its log end after.
+	FromLogEnd        int64 `json:"from_log_end_offset"`
+	FromHighWatermark int64 `json:"from_high_watermark"`
+	ToOffset          int64 `json:"to_offset"`
+	// Dropped is FromLogEnd − ToOffset; AcknowledgedDropped the part of it
+	// below FromHighWatermark.
+	Dropped             int64 `json:"dropped_records"`
+	AcknowledgedDropped int64 `json:"acknowledged_dropped_records"`
 }
 
 // UncleanAcker is implemented by a Source that can acknowledge unclean

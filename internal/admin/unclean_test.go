@@ -15,7 +15,9 @@ func fakeUnclean() UncleanElectionView {
 	return UncleanElectionView{Topic: "orders", Partition: 0, Kind: "unclean", LeaderEpoch: 7, Leader: 1,
 		At: fakeT0.Add(-time.Hour), PreviousLeader: 2, PreviousISR: []int32{2}, PreviousELR: []int32{}, Count: 2,
 		Recovering: true, EpochStartOffset: 250, Explanation: "Possible data loss: broker 1 was elected <uncleanly>.",
-		Acknowledge: "gregor partition ack-unclean orders/0 --leader-epoch 7"}
+		Acknowledge: "gregor partition ack-unclean orders/0 --leader-epoch 7",
+		TruncatedHere: &TruncationView{At: fakeT0.Add(-time.Minute), LeaderEpoch: 7, FromLogEnd: 300, FromHighWatermark: 290,
+			ToOffset: 250, Dropped: 50, AcknowledgedDropped: 40}}
 }
 
 // An unclean election shows as a bad health box and an alert on the
@@ -41,7 +43,8 @@ func TestConsoleUncleanElection(t *testing.T) {
 	alert := []string{`role="alert" data-unclean="orders/0"`, "Possible data loss: unclean election of",
 		"Possible data loss: broker 1 was elected &lt;uncleanly&gt;.", "broker 1 in leader epoch 7",
 		"leader 2, ISR 2, ELR empty", "<code>250</code> (where epoch 7 begins)", "RECOVERING (KIP-704)",
-		"2 since the last acknowledgement", "<code>gregor partition ack-unclean orders/0 --leader-epoch 7</code>"}
+		"2 since the last acknowledgement", "<code>gregor partition ack-unclean orders/0 --leader-epoch 7</code>",
+		"cut its log from <code>300</code> to <code>250</code>: 50 record(s), 40 below its high watermark <code>290</code>"}
 	_, body, _ := get(t, a.Handler(), "/")
 	for _, w := range append(alert, `<div class="hbox bad" title="partitions whose leader was elected from outside the ISR, not acknowledged yet: acknowledged records may be lost"><span class="hname">unclean elections</span><span class="hval">1</span>`) {
 		if !strings.Contains(body, w) {

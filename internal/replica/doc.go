@@ -34,7 +34,10 @@
 // the follower's progress (FollowerFetched), which may propose adding it to
 // the ISR; a fetch that waits for data tells the leader so when it starts
 // waiting and when it is answered (FollowerWaiting), so an idle follower's
-// caught-up time is current. The isr-expiration task (every replica.lag.time.max.ms/2)
+// caught-up time is current. A follower that cuts its log to match its
+// leader keeps what it cut (Partition.LastTruncation: log end and high
+// watermark before, where it cut), which the admin views show after an
+// unclean election as the records this replica lost. The isr-expiration task (every replica.lag.time.max.ms/2)
 // proposes removing lagging followers. Proposals go to the active
 // controller through the AlterPartition queue (alterpartition.go, Kafka's
 // AlterPartitionManager: batched, one request in flight, retried); answers

@@ -589,7 +589,7 @@ func (f *fetcher) diverged(sp *sentPart, div EpochEndOffset) {
 // end.
 func (f *fetcher) truncateTo(sp *sentPart, t Truncation) {
 	p := sp.p
-	before := p.Log.LogEndOffset()
+	before, hw := p.Log.LogEndOffset(), p.Log.HighWatermark()
 	if err := p.truncateAsFollower(t.Offset, sp.CurrentLeaderEpoch); err != nil {
 		if !errors.Is(err, errNotFollowing) {
 			f.fail(sp, err)
@@ -597,6 +597,8 @@ func (f *fetcher) truncateTo(sp *sentPart, t Truncation) {
 		return
 	}
 	if leo := p.Log.LogEndOffset(); leo < before {
+		p.noteTruncation(Truncated{LeaderEpoch: sp.CurrentLeaderEpoch, FromLogEnd: before, FromHighWatermark: hw, To: leo,
+			At: f.clock().Now()})
 		f.fs.r.truncated(p, leo)
 	}
 	f.mu.Lock()

@@ -75,6 +75,35 @@ type Partition struct {
 	minISR int32
 	// syncPending coalesces background syncs for acks=0.
 	syncPending bool
+	// lastTruncation is this replica's last cut of its log to match a
+	// leader (nil: none since it was hosted).
+	lastTruncation *Truncated
+}
+
+// Truncated is a follower's cut of its log to match its leader's: what an
+// unclean election took from this replica. FromLogEnd and FromHighWatermark
+// are its log end offset and high watermark before the cut (the high
+// watermark as this replica knew it: after a restart, as last
+// checkpointed), To where it cut.
+type Truncated struct {
+	LeaderEpoch       int32
+	FromLogEnd        int64
+	FromHighWatermark int64
+	To                int64
+	At                time.Time
+}
+
+// LastTruncation is p's last truncation to match a leader, if any.
+func (p *Partition) LastTruncation() *Truncated {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastTruncation
+}
+
+func (p *Partition) noteTruncation(t Truncated) {
+	p.mu.Lock()
+	p.lastTruncation = &t
+	p.mu.Unlock()
 }
 
 // notify wakes every fetch waiting on p. The sends never block (a waiter

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -100,7 +102,8 @@ func TestUncleanElectionReported(t *testing.T) {
 	start := time.Now()
 	c := newClusterWith(t, 5, func(c *cluster) {
 		for _, nd := range c.nodes {
-			nd.extra = append(nd.extra, "--set", "unclean.leader.election.interval.ms=500")
+			nd.extra = append(nd.extra, "--set", "unclean.leader.election.interval.ms=500",
+				"--set", "replica.high.watermark.checkpoint.interval.ms=200")
 		}
 	})
 	const on, off = "unclean-on", "unclean-off"
@@ -124,6 +127,16 @@ func TestUncleanElectionReported(t *testing.T) {
 	produceN(t, cl, on, 50)
 	produceN(t, cl, off, 50)
 	cl.Close()
+	// Broker 1 (the leader) checkpoints its high watermark, 60, before it
+	// dies: what it knows it acknowledged when it comes back.
+	ckpt := filepath.Join(c.node(1).dir, "replication-offset-checkpoint")
+	if !poll(10*time.Second, func() bool {
+		b, err := os.ReadFile(ckpt)
+		return err == nil && strings.Contains(string(b), on+" 0 60\n")
+	}) {
+		b, err := os.ReadFile(ckpt)
+		t.Fatalf("broker 1's %s never held %s 0 60: %q %v", ckpt, on, b, err)
+	}
 	c.sigkill(1)
 	c.sigkill(2)
 	c.start(3)
@@ -206,6 +219,17 @@ func TestUncleanElectionReported(t *testing.T) {
 		t.Fatalf("broker 1 did not rejoin as RECOVERED: ISR %v, unclean %+v", pv.ISR, pv.UncleanElection)
 	}
 	checkReplicasEqualOn(t, c, on, []int32{1, 3})
+	// Broker 1 says what it dropped: its log ended at 60, all of it
+	// acknowledged (its checkpointed high watermark).
+	var pv1 admin.PartitionView
+	if !c.node(1).adminJSON(t, "/v1/partitions/"+on+"/0", &pv1) || pv1.UncleanElection == nil || pv1.UncleanElection.TruncatedHere == nil {
+		t.Fatalf("broker 1's view of its truncation: %+v", pv1.UncleanElection)
+	}
+	if tr := pv1.UncleanElection.TruncatedHere; tr.FromLogEnd != 60 || tr.ToOffset != 10 || tr.Dropped != 50 ||
+		tr.FromHighWatermark != 60 || tr.AcknowledgedDropped != 50 ||
+		!strings.Contains(pv1.UncleanElection.Explanation, "50 record(s) dropped here, 50 of them below its high watermark (60)") {
+		t.Errorf("broker 1's truncation: %+v\n%s", tr, pv1.UncleanElection.Explanation)
+	}
 
 	// A stale acknowledgement is refused; the right one clears it everywhere.
 	if out, err := c.gregor("partition", "ack-unclean", on+"/0", "--leader-epoch", fmt.Sprint(u.LeaderEpoch-1), "--admin", adminList); err == nil ||

@@ -210,9 +210,9 @@ func (s *Source) Cluster(ctx context.Context) (admin.ClusterView, error) {
 			}
 		}
 	}
-	v.UncleanElections = uncleanElections(im, func(t *metadata.TopicImage, p int32) *log.Log {
+	v.UncleanElections = uncleanElections(im, func(t *metadata.TopicImage, p int32) *replica.Partition {
 		if part, ok := s.d.Partitions.Get(topicpart.TopicPartition{Topic: t.Name, Partition: p}); ok {
-			return part.Log
+			return part
 		}
 		return nil
 	})
@@ -398,7 +398,7 @@ func (s *Source) partitionSummary(h *hostedPartition, st *cleaner.PartitionStatu
 		ps.UncleanElection = uncleanView(h.topic, h.index, nil)
 		return ps
 	}
-	ps.UncleanElection = uncleanView(h.topic, h.index, h.part.Log)
+	ps.UncleanElection = uncleanView(h.topic, h.index, h.part)
 	snap := &h.snap
 	ps.Offsets = admin.Offsets{LogStart: snap.LogStartOffset, LSO: snap.LastStableOffset, HW: snap.HighWatermark,
 		LEO: snap.LogEndOffset, RecoveryPoint: snap.RecoveryPoint}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/admin"
 	"github.com/gregor-broker/gregor/internal/controller"
-	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/metadata"
+	"github.com/gregor-broker/gregor/internal/replica"
 )
 
 // AckUnclean sends an acknowledgement to the active controller when it runs
@@ -20,19 +20,24 @@ import (
 type AckUnclean func(ctx context.Context, r *controller.AckUncleanElectionRequest) (resp *controller.AckUncleanElectionResponse, ok bool, err error)
 
 // uncleanView describes partition p's recorded unclean election, nil when
-// none; l is this node's log of it (nil when not hosted).
-func uncleanView(t *metadata.TopicImage, p int32, l *log.Log) *admin.UncleanElectionView {
+// none; part is this node's replica of it (nil when not hosted).
+func uncleanView(t *metadata.TopicImage, p int32, part *replica.Partition) *admin.UncleanElectionView {
 	pi := t.Partitions[p]
 	if pi.Unclean == nil {
 		return nil
 	}
 	v := electionView(t.Name, pi.Unclean)
 	v.Recovering = pi.LeaderRecoveryState == metadata.Recovering
-	if l != nil {
-		for _, e := range l.Epochs() {
+	if part != nil {
+		for _, e := range part.Log.Epochs() {
 			if e.Epoch == v.LeaderEpoch {
 				v.EpochStartOffset = e.StartOffset
 			}
+		}
+		if tr := part.LastTruncation(); tr != nil && tr.LeaderEpoch >= v.LeaderEpoch {
+			v.TruncatedHere = &admin.TruncationView{At: tr.At.UTC(), LeaderEpoch: tr.LeaderEpoch, FromLogEnd: tr.FromLogEnd,
+				FromHighWatermark: tr.FromHighWatermark, ToOffset: tr.To, Dropped: tr.FromLogEnd - tr.To,
+				AcknowledgedDropped: max(tr.FromHighWatermark-tr.To, 0)}
 		}
 	}
 	v.Explanation = explainUnclean(&v)
@@ -74,6 +79,11 @@ func explainUnclean(v *admin.UncleanElectionView) string {
 			v.EpochStartOffset, v.LeaderEpoch, v.Leader)
 	}
 	s += "."
+	if tr := v.TruncatedHere; tr != nil {
+		s += fmt.Sprintf(" This node's replica cut its log from offset %d back to %d to follow the new leader: %d record(s) dropped here, "+
+			"%d of them below its high watermark (%d), that is acknowledged.", tr.FromLogEnd, tr.ToOffset, tr.Dropped,
+			tr.AcknowledgedDropped, tr.FromHighWatermark)
+	}
 	if v.Count > 1 {
 		s += fmt.Sprintf(" This is the partition's %d-th unclean election since the last acknowledgement.", v.Count)
 	}
@@ -82,12 +92,12 @@ func explainUnclean(v *admin.UncleanElectionView) string {
 
 // uncleanElections lists every partition's recorded election, by topic and
 // partition.
-func uncleanElections(im *metadata.Image, logOf func(t *metadata.TopicImage, p int32) *log.Log) []admin.UncleanElectionView {
+func uncleanElections(im *metadata.Image, partOf func(t *metadata.TopicImage, p int32) *replica.Partition) []admin.UncleanElectionView {
 	out := []admin.UncleanElectionView{}
 	for _, t := range im.SortedTopics() {
 		for p, pi := range t.Partitions {
 			if pi.Unclean != nil {
-				out = append(out, *uncleanView(t, int32(p), logOf(t, int32(p))))
+				out = append(out, *uncleanView(t, int32(p), partOf(t, int32(p))))
 			}
 		}
 	}
