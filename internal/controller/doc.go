@@ -104,7 +104,8 @@
 // with every registration. The randomized test in sim_test.go checks these
 // and the partition invariants of the design note (ISR ⊆ replicas, leader ∈
 // ISR and usable or none, ELR ⊆ replicas outside the ISR, one leader per
-// leader epoch) over thousands of schedules.
+// leader epoch, a RECOVERING partition has its unclean election recorded)
+// over thousands of schedules.
 //
 // Concurrency. A Core belongs to one goroutine. A Shell's Run is that
 // goroutine; every other Shell method may be called from any goroutine, and

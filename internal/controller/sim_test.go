@@ -505,6 +505,11 @@ func (s *sim) checkPartition(im *metadata.Image, p *metadata.PartitionImage) err
 	if p.LeaderRecoveryState == metadata.Recovering && len(p.ISR) > 1 {
 		return fmt.Errorf("RECOVERING with more than the leader in the ISR")
 	}
+	// Nothing acknowledges elections here, so every election that set
+	// RECOVERING is still recorded, at or below the current leader epoch.
+	if u := p.Unclean; p.LeaderRecoveryState == metadata.Recovering && (u == nil || u.LeaderEpoch > p.LeaderEpoch) {
+		return fmt.Errorf("RECOVERING at leader epoch %d without its unclean election recorded (%+v)", p.LeaderEpoch, u)
+	}
 	for _, id := range p.Adding {
 		if !p.IsReplica(id) {
 			return fmt.Errorf("adding replica %d is not a replica", id)
