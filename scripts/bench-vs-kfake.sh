@@ -63,8 +63,15 @@ go build -o "$BIN/rawlog" ./test/peers/rawlog
 : >"$OUT"
 rss() { awk '/VmHWM/{print $2}' "/proc/$1/status"; }
 
+# settle: every run starts with no dirty page cache left by the one before
+# (kfake never fsyncs: without this its gigabytes are written back while the
+# next server's fsyncs wait behind them, and a fixed-rate run's p99 measures
+# the previous run, 2-20 ms here).
+settle() { sync; }
+
 start_server() { # name datadir; sets SERVER_PID and METRICS
   local name=$1 dir=$2
+  settle
   METRICS=""
   case "$name" in
   gregor|gregor-nofsync)
@@ -137,6 +144,7 @@ run_broker() { # server workload round
 
 run_raw() { # server workload round: the raw system-call floor of the same shape
   local name=$1 w=$2 rnd=$3 r
+  settle
   local app=("$BIN/rawlog" append -warmup "$WARMUP" -duration "$DURATION")
   [ "$name" = raw-nosync ] && app+=(-nosync)
   case "$w" in
