@@ -33,7 +33,9 @@
 #                   (pipelined pwrite + group-committed fdatasync for 1KiB-1p,
 #                   100B-1p and 1KiB-5000rps; 8 files written at once for 1KiB-8p-8cl,
 #                   five requests per file outstanding;
-#                   sendfile of a file to a reader for consume-1cl)
+#                   sendfile of a file to one reader for consume-1cl, to four
+#                   reader processes at once for consume-4cl, 1 MiB each time a
+#                   reader asks, as kgo's fetches do)
 #   raw-nosync      the same appends answered once written, never fdatasynced: with
 #                   raw, what durability itself costs on this machine
 #
@@ -154,7 +156,11 @@ run_raw() { # server workload round: the raw system-call floor of the same shape
   1KiB-5000rps) r=$("${app[@]}" -size 1024 -rate 5000) ;;
   consume)
     [ "$name" = raw ] || return 0
-    r=$("$BIN/rawlog" serve -mb 1024 -rounds 2); w=consume-1cl ;;
+    # Each 1 MiB sent when its reader asks (-rpc): the shape of kgo's
+    # fetches (FetchMaxPartitionBytes 1 MiB, one fetch in flight).
+    r=$("$BIN/rawlog" serve -mb 1024 -rounds 2 -rpc)
+    emit "$name" consume-1cl "$rnd" "$r"
+    r=$("$BIN/rawlog" serve -mb 1024 -rounds 1 -readers 4 -rpc); w=consume-4cl ;;
   *) return 0 ;;
   esac
   emit "$name" "$w" "$rnd" "$r"

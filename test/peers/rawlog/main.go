@@ -3,7 +3,7 @@
 // nothing else around them.
 //
 //	rawlog append [flags]   pipelined pwrite + group-committed fdatasync
-//	rawlog serve [flags]    a file sent to a reader over loopback TCP
+//	rawlog serve [flags]    a file sent to readers over loopback TCP
 //
 // append has the shape of a produce benchmark against Gregor: a client
 // keeps up to -inflight requests outstanding (Gregor's
@@ -21,23 +21,27 @@
 // sync, its own CPU seconds and the bytes it wrote to storage per byte
 // (/proc/self/io write_bytes), over the -duration after -warmup.
 //
-// serve sends a -mb MiB file -rounds times to a reader process (this
-// program, re-executed) over loopback, with sendfile(2) or with pread and
-// write (-copy), -chunk bytes per call, and prints the throughput and the
+// serve sends a -mb MiB file -rounds times to each of -readers reader
+// processes (this program, re-executed; each on its own connection, all at
+// once) over loopback, with sendfile(2) or with pread and
+// write (-copy), -chunk bytes per call (with -rpc each chunk when its
+// reader asks for it, a consumer's fetch), and prints the throughput and the
 // MiB sent per CPU-second of the sender. On loopback the kernel charges
 // the receiving side's TCP processing to the sender, so this is the most
-// MiB per CPU-second any broker serving a local consumer can reach.
+// MiB per CPU-second any broker serving local consumers can reach.
 package main
 
 import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -89,6 +93,8 @@ func writeBytes() int64 {
 type serveResult struct {
 	Mode            string  `json:"mode"`
 	Chunk           int     `json:"chunk"`
+	Readers         int     `json:"readers"`
+	RPC             bool    `json:"rpc,omitempty"`
 	MiB             int64   `json:"mib"`
 	MiBPerS         float64 `json:"mib_per_sec"`
 	CPUSeconds      float64 `json:"cpu_s"`
@@ -102,6 +108,8 @@ func serveCmd(args []string) error {
 	rounds := fs.Int("rounds", 4, "times the file is sent")
 	chunk := fs.Int("chunk", 1<<20, "bytes per sendfile or write")
 	copyMode := fs.Bool("copy", false, "pread into a buffer and write it instead of sendfile")
+	nReaders := fs.Int("readers", 1, "reader processes, each sent the file on its own connection at once")
+	rpc := fs.Bool("rpc", false, "each chunk is sent when its reader asks for it (a small request, as a consumer's fetch), not streamed")
 	fs.Parse(args)
 
 	f, err := os.CreateTemp(*dir, "rawlog-*.data")
@@ -129,29 +137,79 @@ func serveCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	reader := exec.Command(self, "read", ln.Addr().String())
-	reader.Stderr = os.Stderr
-	if err := reader.Start(); err != nil {
-		return err
-	}
-	nc, err := ln.Accept()
-	if err != nil {
-		return err
-	}
-	tc := nc.(*net.TCPConn)
-	sock, err := tc.SyscallConn()
-	if err != nil {
-		return err
+	// One reader process per connection, as each consumer of a broker
+	// is its own client.
+	readers := make([]*exec.Cmd, *nReaders)
+	conns := make([]*net.TCPConn, *nReaders)
+	for i := range readers {
+		rargs := []string{"read", ln.Addr().String()}
+		if *rpc {
+			rargs = append(rargs, strconv.Itoa(*chunk))
+		}
+		readers[i] = exec.Command(self, rargs...)
+		readers[i].Stderr = os.Stderr
+		if err := readers[i].Start(); err != nil {
+			return err
+		}
+		nc, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		conns[i] = nc.(*net.TCPConn)
 	}
 	fc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
 	cpu0, start := cpuSeconds(), time.Now()
-	for range *rounds {
-		for off := int64(0); off < size; off += int64(*chunk) {
-			n := int(min(int64(*chunk), size-off))
-			if *copyMode {
+	for i, tc := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer tc.Close()
+			errs[i] = sendRounds(tc, f, fc, size, *chunk, *rounds, *copyMode, *rpc)
+		}()
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
+	for i, r := range readers {
+		if err := r.Wait(); err != nil {
+			return fmt.Errorf("reader: %w", err)
+		}
+		if errs[i] != nil {
+			return errs[i]
+		}
+	}
+	sent := int64(*rounds) * int64(*mb) * int64(len(conns))
+	mode := "sendfile"
+	if *copyMode {
+		mode = "copy"
+	}
+	return json.NewEncoder(os.Stdout).Encode(serveResult{Mode: mode, Chunk: *chunk, Readers: len(conns), RPC: *rpc, MiB: sent,
+		MiBPerS: float64(sent) / elapsed, CPUSeconds: cpu, MiBPerCPUSecond: float64(sent) / cpu})
+}
+
+// sendRounds sends the file of size bytes rounds times on tc, chunk bytes
+// per sendfile (or pread and write with copyMode); with rpc each chunk
+// waits for its reader's request.
+func sendRounds(tc *net.TCPConn, f *os.File, fc syscall.RawConn, size int64, chunk, rounds int, copyMode, rpc bool) error {
+	sock, err := tc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, chunk)
+	req := make([]byte, 8)
+	for range rounds {
+		for off := int64(0); off < size; off += int64(chunk) {
+			if rpc {
+				if _, err := io.ReadFull(tc, req); err != nil {
+					return err
+				}
+			}
+			n := int(min(int64(chunk), size-off))
+			if copyMode {
 				if _, err := f.ReadAt(buf[:n], off); err != nil {
 					return err
 				}
@@ -165,18 +223,7 @@ func serveCmd(args []string) error {
 			}
 		}
 	}
-	tc.Close()
-	elapsed, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
-	if err := reader.Wait(); err != nil {
-		return fmt.Errorf("reader: %w", err)
-	}
-	sent := int64(*rounds) * int64(*mb)
-	mode := "sendfile"
-	if *copyMode {
-		mode = "copy"
-	}
-	return json.NewEncoder(os.Stdout).Encode(serveResult{Mode: mode, Chunk: *chunk, MiB: sent,
-		MiBPerS: float64(sent) / elapsed, CPUSeconds: cpu, MiBPerCPUSecond: float64(sent) / cpu})
+	return nil
 }
 
 // sendfileAll sends n bytes of the file from off with sendfile(2), waiting
@@ -219,8 +266,8 @@ func sendfileAll(sock, file syscall.RawConn, off int64, n int) error {
 // readCmd reads from addr until the sender closes, in its own process so
 // that its CPU time is not the sender's.
 func readCmd(args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("usage: rawlog read ADDR")
+	if len(args) < 1 || len(args) > 2 {
+		return fmt.Errorf("usage: rawlog read ADDR [CHUNK]")
 	}
 	nc, err := net.Dial("tcp", args[0])
 	if err != nil {
@@ -228,9 +275,30 @@ func readCmd(args []string) error {
 	}
 	defer nc.Close()
 	buf := make([]byte, 1<<20)
+	if len(args) == 1 {
+		for {
+			if _, err := nc.Read(buf); err != nil {
+				return nil
+			}
+		}
+	}
+	// Request and response: ask for each chunk with a small request and
+	// read all of it before asking again, as a consumer's fetches do.
+	chunk, err := strconv.Atoi(args[1])
+	if err != nil {
+		return err
+	}
+	req := make([]byte, 8)
 	for {
-		if _, err := nc.Read(buf); err != nil {
+		if _, err := nc.Write(req); err != nil {
 			return nil
+		}
+		for got := 0; got < chunk; {
+			n, err := nc.Read(buf[:min(len(buf), chunk-got)])
+			if err != nil {
+				return nil
+			}
+			got += n
 		}
 	}
 }
