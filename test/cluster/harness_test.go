@@ -4,19 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-broker/gregor/internal/broker/brokertest"
 )
 
 // gregorBin is the gregor binary the tests run.
@@ -90,32 +90,10 @@ type cluster struct {
 	voters string
 }
 
-func freeAddr(t *testing.T) string {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	// The OS may hand out a probed port again once the probe closed: never
-	// give one address to two listeners of this process.
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		if !handedOut.addrs[addr] {
-			handedOut.addrs[addr] = true
-			return addr
-		}
-	}
-	t.Fatal("no free loopback port that was not handed out before")
-	return ""
-}
-
-// handedOut are the addresses freeAddr gave out.
-var handedOut = struct {
-	sync.Mutex
-	addrs map[string]bool
-}{addrs: map[string]bool{}}
+// freeAddr is a loopback address for a listener the test starts next
+// (brokertest.FreeAddr: below the ephemeral port range, so no outgoing
+// connection takes it meanwhile).
+func freeAddr(t *testing.T) string { return brokertest.FreeAddr(t) }
 
 // newCluster starts n nodes at once and waits until every one is ready.
 func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, nil) }

@@ -2,8 +2,11 @@ package brokertest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -67,26 +70,51 @@ func StartClusterNodes(t testing.TB, n int, overrides map[string]string, perNode
 	return c
 }
 
-// freeAddr is a loopback address with a port nothing listens on now.
-func freeAddr(t testing.TB) string {
+// freeAddr is FreeAddr.
+func freeAddr(t testing.TB) string { return FreeAddr(t) }
+
+// FreeAddr is a loopback address with a port nothing listens on now, for a
+// listener the test starts next. The port is below the kernel's ephemeral
+// range (net.ipv4.ip_local_port_range): a port the kernel hands out for
+// ":0" may be taken meanwhile as the local port of any process's outgoing
+// connection ("bind: address already in use", seen in CI with three
+// packages of cluster tests running at once); one below the range is
+// never given to a connect. Within this process no address is given
+// twice.
+func FreeAddr(t testing.TB) string {
 	handedOut.Lock()
 	defer handedOut.Unlock()
-	// The OS may hand out a probed port again once the probe closed: never
-	// give one address to two listeners of this process.
-	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	lo := ephemeralLow()
+	for range 500 {
+		port := lo/2 + rand.IntN(lo-lo/2)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if handedOut.addrs[addr] {
+			continue
 		}
-		addr := ln.Addr().String()
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // in use
+		}
 		ln.Close()
-		if !handedOut.addrs[addr] {
-			handedOut.addrs[addr] = true
-			return addr
+		handedOut.addrs[addr] = true
+		return addr
+	}
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
+}
+
+// ephemeralLow is the lowest port the kernel gives outgoing connections
+// (32768 unless the machine says otherwise).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 2048 {
+				return lo
+			}
 		}
 	}
-	t.Fatal("no free loopback port that was not handed out before")
-	return ""
+	return 32768
 }
 
 // handedOut are the addresses freeAddr gave out.
