@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-broker/gregor/test/jepsen"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -150,48 +151,13 @@ type clusterJepsenConfig struct {
 	seed                              uint64
 }
 
-type jtxnOutcome int
-
-const (
-	jCommitted jtxnOutcome = iota
-	jAborted
-	jUnknown
-)
-
-func (o jtxnOutcome) String() string { return [...]string{"committed", "aborted", "unknown"}[o] }
-
-// jtxn is one transaction: its values, the input positions [from, to) of
-// its group it transformed, and its outcome as its client saw it.
-type jtxn struct {
-	group    string
-	from, to int64
-	values   []string
-	result   jtxnOutcome
-}
-
-type jobs struct {
-	consumer  int
-	partition int32
-	offset    int64
-}
-
-// jhistory is what a cluster run saw.
+// jhistory is the checker's history and what a cluster run did: its kills
+// and each group's committed offset at the end.
 type jhistory struct {
-	mu        sync.Mutex
-	txns      map[string]*jtxn
-	valueTxn  map[string]string
-	reads     map[string][]jobs
-	final     map[string][]jobs
-	offsets   map[string]int64 // each group's committed offset at the end
-	anomalies map[string][]string
+	*jepsen.History
+	offsets   map[string]int64
 	kills     []string
 	committed atomic.Int64
-}
-
-func (h *jhistory) anomaly(kind, format string, args ...any) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.anomalies[kind] = append(h.anomalies[kind], fmt.Sprintf(format, args...))
 }
 
 func (c *cluster) seeds() []string {
@@ -219,15 +185,16 @@ func runClusterJepsen(t *testing.T, c *cluster, cfg clusterJepsenConfig) *jhisto
 	}) {
 		t.Fatal("no group or transaction coordinator within 60s")
 	}
-	h := &jhistory{txns: map[string]*jtxn{}, valueTxn: map[string]string{}, reads: map[string][]jobs{},
-		final: map[string][]jobs{}, offsets: map[string]int64{}, anomalies: map[string][]string{}}
+	h := &jhistory{History: jepsen.New(), offsets: map[string]int64{}}
 	stopReading := make(chan struct{})
 	var readers sync.WaitGroup
 	for i := range 2 {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			h.read(ctx, t, c.seeds(), i, stopReading)
+			cl := c.client(kgo.ConsumeTopics(jepData), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
+			h.Poll(ctx, cl, i, stopReading)
 		}()
 	}
 	rng := rand.New(rand.NewPCG(cfg.seed, 1))
@@ -237,7 +204,10 @@ func runClusterJepsen(t *testing.T, c *cluster, cfg clusterJepsenConfig) *jhisto
 	}
 	close(stopReading)
 	readers.Wait()
-	h.drain(ctx, t, c)
+	h.Drain(ctx, t, c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks())),
+		c.client(kgo.ConsumeTopics(jepData), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond)),
+		jepData, jepParts)
 	ocl := c.client()
 	for _, g := range groups {
 		h.offsets[g] = stableOffset(ctx, t, ocl, g)
@@ -406,19 +376,14 @@ func (h *jhistory) produce(ctx context.Context, t *testing.T, c *cluster, name, 
 		}
 		tname := fmt.Sprintf("%s-t%d", name, i)
 		k := int64(1 + rng.IntN(cfg.records))
-		tx := &jtxn{group: group, from: pos, to: pos + k, result: jUnknown}
+		tx := &jepsen.Txn{Group: group, From: pos, To: pos + k, Result: jepsen.Unknown}
 		var recs []*kgo.Record
 		for j := range k {
 			v := fmt.Sprintf("%s|%s/%d", tname, group, pos+j)
-			tx.values = append(tx.values, v)
+			tx.Values = append(tx.Values, v)
 			recs = append(recs, &kgo.Record{Topic: jepData, Partition: int32(rng.IntN(jepParts)), Value: []byte(v)})
 		}
-		h.mu.Lock()
-		h.txns[tname] = tx
-		for _, v := range tx.values {
-			h.valueTxn[v] = tname
-		}
-		h.mu.Unlock()
+		h.Begin(tname, tx)
 		commit := rng.IntN(5) != 0
 		// A transaction not ended within jepTxnDeadline is given up: one in
 		// flight across a failover (about 2 s) ends unknown, and the
@@ -428,7 +393,7 @@ func (h *jhistory) produce(ctx context.Context, t *testing.T, c *cluster, name, 
 		if err != nil {
 			// Nothing was written: this transaction never began.
 			cancel()
-			tx.result = jAborted
+			tx.Result = jepsen.Aborted
 			if !connect() {
 				return
 			}
@@ -436,21 +401,21 @@ func (h *jhistory) produce(ctx context.Context, t *testing.T, c *cluster, name, 
 		}
 		err = cl.ProduceSync(tctx, recs...).FirstErr()
 		if err == nil {
-			err = commitTxnOffset(tctx, cl, id, group, tx.to)
+			err = commitTxnOffset(tctx, cl, id, group, tx.To)
 		}
 		end := kgo.TransactionEndTry(commit && err == nil)
 		if cl.EndTransaction(tctx, end) == nil {
-			tx.result = jAborted
+			tx.Result = jepsen.Aborted
 			if end == kgo.TryCommit {
-				tx.result = jCommitted
+				tx.Result = jepsen.Committed
 			}
 		}
 		cancel()
-		switch tx.result {
-		case jCommitted:
-			pos = tx.to
+		switch tx.Result {
+		case jepsen.Committed:
+			pos = tx.To
 			h.committed.Add(1)
-		case jUnknown:
+		case jepsen.Unknown:
 			if !connect() {
 				return
 			}
@@ -558,209 +523,45 @@ func stableOffset(ctx context.Context, t *testing.T, cl *kgo.Client, group strin
 	return off
 }
 
-// read polls the data topic from the start, read_committed, until stop.
-func (h *jhistory) read(ctx context.Context, t *testing.T, seeds []string, i int, stop <-chan struct{}) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(jepData),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(200*time.Millisecond))
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	defer cl.Close()
-	last := map[int32]int64{}
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		h.observe(fs, i, last, h.reads)
-	}
-}
-
-func (h *jhistory) observe(fs kgo.Fetches, consumer int, last map[int32]int64, into map[string][]jobs) {
-	fs.EachPartition(func(p kgo.FetchTopicPartition) {
-		if p.LastStableOffset > p.HighWatermark && p.HighWatermark >= 0 {
-			h.anomaly("unstable read", "consumer %d partition %d: LSO %d above HW %d", consumer, p.Partition, p.LastStableOffset, p.HighWatermark)
-		}
-		for _, r := range p.Records {
-			if r.Offset >= p.LastStableOffset && p.LastStableOffset >= 0 {
-				h.anomaly("unstable read", "consumer %d partition %d: offset %d at or above the LSO %d", consumer, p.Partition, r.Offset, p.LastStableOffset)
-			}
-			if prev, ok := last[p.Partition]; ok && r.Offset <= prev {
-				h.anomaly("nonmonotonic poll", "consumer %d partition %d: offset %d after %d", consumer, p.Partition, r.Offset, prev)
-			}
-			last[p.Partition] = r.Offset
-			h.mu.Lock()
-			into[string(r.Value)] = append(into[string(r.Value)], jobs{consumer: consumer, partition: p.Partition, offset: r.Offset})
-			h.mu.Unlock()
-		}
-	})
-}
-
-// drain writes an end record to every data partition and reads
-// read_committed up to each one's end record, into h.final.
-func (h *jhistory) drain(ctx context.Context, t *testing.T, c *cluster) {
-	end := "end-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	pcl := c.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	for p := range int32(jepParts) {
-		if err := pcl.ProduceSync(ctx, &kgo.Record{Topic: jepData, Partition: p, Value: []byte(end)}).FirstErr(); err != nil {
-			t.Fatalf("end record: %v", err)
-		}
-	}
-	cl := c.client(kgo.ConsumeTopics(jepData), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(200*time.Millisecond))
-	dctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	seen := map[int32]bool{}
-	last := map[int32]int64{}
-	for len(seen) < jepParts {
-		fs := cl.PollFetches(dctx)
-		if dctx.Err() != nil {
-			t.Fatalf("final read: end records of %d of %d partitions after 60s", len(seen), jepParts)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if string(r.Value) == end {
-				seen[r.Partition] = true
-			}
-		})
-		h.observe(fs, -1, last, h.final)
-	}
-}
-
-// jepKinds are the anomalies the checker looks for.
-var jepKinds = []string{"aborted read", "uncommitted read", "lost write", "torn transaction", "duplicate",
-	"inconsistent offsets", "group offset", "nonmonotonic poll", "unstable read"}
-
 func (h *jhistory) check(t *testing.T) {
-	counts := map[jtxnOutcome]int{}
-	records := 0
-	for _, tx := range h.txns {
-		counts[tx.result]++
-		records += len(tx.values)
-	}
-	h.checkReads()
-	h.checkTxns()
+	h.Check()
 	h.checkGroups()
-	for _, k := range h.kills {
-		t.Logf("kill %s", k)
-	}
-	t.Logf("transactions: %d committed, %d aborted, %d unknown (%d records); %d kills; %d values in the final read, %d distinct values polled; %d groups",
-		counts[jCommitted], counts[jAborted], counts[jUnknown], records, len(h.kills), len(h.final), len(h.reads), len(h.offsets))
-	var found []string
-	for _, k := range jepKinds {
-		found = append(found, fmt.Sprintf("%s %d", k, len(h.anomalies[k])))
-	}
-	t.Logf("anomalies: %s", strings.Join(found, ", "))
-	for _, k := range jepKinds {
-		if a := h.anomalies[k]; len(a) > 0 {
-			t.Errorf("%s: %d, e.g. %v", k, len(a), a[:min(len(a), 5)])
-		}
-	}
-	if counts[jCommitted] == 0 {
-		t.Error("no transaction committed: the history checks nothing")
-	}
-}
-
-// checkReads: what was polled and read at the end against the outcomes.
-func (h *jhistory) checkReads() {
-	at := map[[2]int64]string{}
-	for _, m := range []map[string][]jobs{h.reads, h.final} {
-		for v, obs := range m {
-			for _, o := range obs {
-				k := [2]int64{int64(o.partition), o.offset}
-				if prev, ok := at[k]; ok && prev != v {
-					h.anomaly("inconsistent offsets", "partition %d offset %d read as %s and %s", o.partition, o.offset, prev, v)
-				}
-				at[k] = v
-			}
-		}
-	}
-	for v, obs := range h.reads {
-		name, ok := h.valueTxn[v]
-		if !ok {
-			continue
-		}
-		switch {
-		case h.txns[name].result == jAborted:
-			h.anomaly("aborted read", "%s (aborted) polled at partition %d offset %d", v, obs[0].partition, obs[0].offset)
-		case len(h.final[v]) == 0:
-			h.anomaly("uncommitted read", "%s (%v) polled at partition %d offset %d, not in the final read",
-				v, h.txns[name].result, obs[0].partition, obs[0].offset)
-		}
-	}
-	for v, obs := range h.final {
-		name, ok := h.valueTxn[v]
-		if !ok {
-			continue // the end records
-		}
-		if h.txns[name].result == jAborted {
-			h.anomaly("aborted read", "%s (aborted) in the final read", v)
-		}
-		offsets := map[[2]int64]bool{}
-		for _, o := range obs {
-			offsets[[2]int64{int64(o.partition), o.offset}] = true
-		}
-		if len(offsets) > 1 {
-			h.anomaly("duplicate", "%s at %v", v, offsets)
-		}
-	}
-}
-
-// checkTxns: each transaction whole or not at all, committed ones whole.
-func (h *jhistory) checkTxns() {
-	for name, tx := range h.txns {
-		present := 0
-		for _, v := range tx.values {
-			if len(h.final[v]) > 0 {
-				present++
-			}
-		}
-		switch {
-		case present > 0 && present < len(tx.values):
-			h.anomaly("torn transaction", "%s: %d of %d values read (%v)", name, present, len(tx.values), tx.result)
-		case tx.result == jCommitted && present == 0:
-			h.anomaly("lost write", "%s: committed, none of its values read", name)
-		}
-	}
+	t.Logf("%d groups", len(h.offsets))
+	h.Report(t, append(slices.Clone(jepsen.Kinds), "group offset"), h.kills...)
 }
 
 // checkGroups: each group's committed offset against the outputs read.
 func (h *jhistory) checkGroups() {
 	outputs := map[string]map[int64][]string{} // group -> input position -> values read
 	ends := map[string][]int64{}               // group -> ends of its committed or unknown transactions
-	for name, tx := range h.txns {
-		if tx.result != jAborted {
-			ends[tx.group] = append(ends[tx.group], tx.to)
+	for name, tx := range h.Txns() {
+		if tx.Result != jepsen.Aborted {
+			ends[tx.Group] = append(ends[tx.Group], tx.To)
 		}
-		if outputs[tx.group] == nil {
-			outputs[tx.group] = map[int64][]string{}
+		if outputs[tx.Group] == nil {
+			outputs[tx.Group] = map[int64][]string{}
 		}
-		for i, v := range tx.values {
-			if len(h.final[v]) > 0 {
-				outputs[tx.group][tx.from+int64(i)] = append(outputs[tx.group][tx.from+int64(i)], name)
+		for i, v := range tx.Values {
+			if h.InFinal(v) {
+				outputs[tx.Group][tx.From+int64(i)] = append(outputs[tx.Group][tx.From+int64(i)], name)
 			}
 		}
 	}
 	for g, off := range h.offsets {
 		if off >= 0 && !slices.Contains(ends[g], off) {
-			h.anomaly("group offset", "%s: committed offset %d is not the end of a committed transaction", g, off)
+			h.Anomaly("group offset", "%s: committed offset %d is not the end of a committed transaction", g, off)
 		}
 		for pos, names := range outputs[g] {
 			switch {
 			case len(names) > 1:
-				h.anomaly("duplicate", "%s/%d transformed by %d committed transactions %v", g, pos, len(names), names)
+				h.Anomaly("duplicate", "%s/%d transformed by %d committed transactions %v", g, pos, len(names), names)
 			case pos >= off:
-				h.anomaly("group offset", "%s/%d output by %v is read but the group's offset is %d", g, pos, names, off)
+				h.Anomaly("group offset", "%s/%d output by %v is read but the group's offset is %d", g, pos, names, off)
 			}
 		}
 		for pos := int64(0); pos < off; pos++ {
 			if len(outputs[g][pos]) == 0 {
-				h.anomaly("group offset", "%s: offset %d committed, the output of position %d not read", g, off, pos)
+				h.Anomaly("group offset", "%s: offset %d committed, the output of position %d not read", g, off, pos)
 			}
 		}
 	}
