@@ -9,6 +9,7 @@ import (
 
 	"github.com/gregor-broker/gregor/internal/auth"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // DescribeTransactions, version 0 (Kafka 4.2, KIP-664): the state, timeout,
@@ -45,17 +46,13 @@ func handleDescribeTransactions(ctx context.Context, h *Handler, r *server.Reque
 			}
 			st.State, st.TimeoutMillis, st.StartTimestamp = d.State.String(), d.TimeoutMs, d.StartMs
 			st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
-			for _, tp := range d.Partitions {
-				if !z.allowed(auth.OpDescribe, auth.ResourceTopic, tp.Topic) {
+			for _, g := range topicpart.ByTopic(d.Partitions) {
+				if !z.allowed(auth.OpDescribe, auth.ResourceTopic, g.Topic) {
 					continue
 				}
-				if n := len(st.Topics); n == 0 || st.Topics[n-1].Topic != tp.Topic {
-					tt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
-					tt.Topic = tp.Topic
-					st.Topics = append(st.Topics, tt)
-				}
-				tt := &st.Topics[len(st.Topics)-1]
-				tt.Partitions = append(tt.Partitions, tp.Partition)
+				tt := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+				tt.Topic, tt.Partitions = g.Topic, g.Partitions
+				st.Topics = append(st.Topics, tt)
 			}
 			return nil
 		}()

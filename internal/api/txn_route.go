@@ -66,17 +66,10 @@ func (w *MarkerWriter) remoteMarkers(ctx context.Context, leader int32, m txn.Ma
 	rm := kmsg.NewWriteTxnMarkersRequestMarker()
 	rm.ProducerID, rm.ProducerEpoch, rm.Committed = m.ProducerID, m.ProducerEpoch, m.Commit
 	rm.CoordinatorEpoch, rm.TransactionVersion = m.CoordinatorEpoch, int8(m.TransactionVersion)
-	byTopic := map[string]int{}
-	for _, tp := range tps {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(rm.Topics)
-			byTopic[tp.Topic] = i
-			rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			rt.Topic = tp.Topic
-			rm.Topics = append(rm.Topics, rt)
-		}
-		rm.Topics[i].Partitions = append(rm.Topics[i].Partitions, tp.Partition)
+	for _, g := range topicpart.ByTopic(tps) {
+		rt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		rt.Topic, rt.Partitions = g.Topic, g.Partitions
+		rm.Topics = append(rm.Topics, rt)
 	}
 	req.Markers = append(req.Markers, rm)
 	kr, err := w.d.Peers.Request(ctx, addr, req)
@@ -123,17 +116,10 @@ func (h *Handler) remoteVerify(ctx context.Context, coordinator int32, id string
 	req.Version = 5
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, k.pid, k.epoch, !add
-	byTopic := map[string]int{}
-	for _, tp := range tps {
-		i, ok := byTopic[tp.Topic]
-		if !ok {
-			i = len(tx.Topics)
-			byTopic[tp.Topic] = i
-			rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			rt.Topic = tp.Topic
-			tx.Topics = append(tx.Topics, rt)
-		}
-		tx.Topics[i].Partitions = append(tx.Topics[i].Partitions, tp.Partition)
+	for _, g := range topicpart.ByTopic(tps) {
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = g.Topic, g.Partitions
+		tx.Topics = append(tx.Topics, rt)
 	}
 	req.Transactions = append(req.Transactions, tx)
 	kr, err := h.d.Peers.Request(ctx, addr, req)

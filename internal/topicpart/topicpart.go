@@ -3,7 +3,9 @@
 // name <topic>-<partition> that Kafka's log dirs use for it, and the name
 // <topic>-<partition>.<unique id>-stray a log is moved to when the metadata
 // does not know it (KIP-858), and <topic>-<partition>.<unique id>-delete, the
-// name a deleted partition's directory takes until its files are removed.
+// name a deleted partition's directory takes until its files are removed;
+// ByTopic groups partitions under their topics, as Kafka's messages list
+// them.
 //
 // It is a leaf package: it imports nothing of Gregor's, so storage, the
 // cleaner, the coordinators and the API layer can all share it.
@@ -19,6 +21,30 @@ import (
 type TopicPartition struct {
 	Topic     string
 	Partition int32
+}
+
+// Topic is one topic's partitions, the shape of Kafka's requests and
+// records that list partitions under their topic.
+type Topic struct {
+	Topic      string
+	Partitions []int32
+}
+
+// ByTopic groups tps under their topics, in the order each topic first
+// appears, each topic's partitions in their order in tps.
+func ByTopic(tps []TopicPartition) []Topic {
+	var out []Topic
+	at := map[string]int{}
+	for _, tp := range tps {
+		i, ok := at[tp.Topic]
+		if !ok {
+			i = len(out)
+			at[tp.Topic] = i
+			out = append(out, Topic{Topic: tp.Topic})
+		}
+		out[i].Partitions = append(out[i].Partitions, tp.Partition)
+	}
+	return out
 }
 
 // String is the partition directory name, <topic>-<partition>.

@@ -1,6 +1,7 @@
 package topicpart
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -42,5 +43,18 @@ func TestStrayDirName(t *testing.T) {
 		if _, ok := ParseStrayDirName(bad); ok {
 			t.Errorf("%s parsed as a stray dir", bad)
 		}
+	}
+}
+
+// ByTopic keeps the order topics first appear in and each topic's
+// partitions in their order, wherever a topic's partitions lie in the list.
+func TestByTopic(t *testing.T) {
+	got := ByTopic([]TopicPartition{{"b", 2}, {"a", 0}, {"b", 0}, {"c", 5}, {"a", 1}})
+	want := []Topic{{"b", []int32{2, 0}}, {"a", []int32{0, 1}}, {"c", []int32{5}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ByTopic = %v, want %v", got, want)
+	}
+	if got := ByTopic(nil); got != nil {
+		t.Errorf("ByTopic(nil) = %v", got)
 	}
 }

@@ -62,14 +62,10 @@ func encodeValue(t *Txn, version int16) []byte {
 	}
 	if t.State != Empty {
 		v.Topics = []kmsg.TxnMetadataValueTopic{}
-		for _, tp := range t.Partitions {
-			if n := len(v.Topics); n == 0 || v.Topics[n-1].Topic != tp.Topic {
-				vt := kmsg.NewTxnMetadataValueTopic()
-				vt.Topic = tp.Topic
-				v.Topics = append(v.Topics, vt)
-			}
-			vt := &v.Topics[len(v.Topics)-1]
-			vt.Partitions = append(vt.Partitions, tp.Partition)
+		for _, g := range topicpart.ByTopic(t.Partitions) {
+			vt := kmsg.NewTxnMetadataValueTopic()
+			vt.Topic, vt.Partitions = g.Topic, g.Partitions
+			v.Topics = append(v.Topics, vt)
 		}
 	}
 	return v.AppendTo(nil)

@@ -115,12 +115,8 @@ func ongoingView(broker int32, d txn.Description, nowMs int64) admin.OngoingTran
 	if d.StartMs >= 0 {
 		o.AgeMs = max(nowMs-d.StartMs, 0)
 	}
-	for _, tp := range d.Partitions {
-		if n := len(o.Partitions); n == 0 || o.Partitions[n-1].Topic != tp.Topic {
-			o.Partitions = append(o.Partitions, admin.TopicPartitions{Topic: tp.Topic})
-		}
-		last := &o.Partitions[len(o.Partitions)-1]
-		last.Partitions = append(last.Partitions, tp.Partition)
+	for _, g := range topicpart.ByTopic(d.Partitions) {
+		o.Partitions = append(o.Partitions, admin.TopicPartitions{Topic: g.Topic, Partitions: g.Partitions})
 	}
 	return o
 }
