@@ -198,11 +198,27 @@ func TestTransactionalOffsetCommits(t *testing.T) {
 			return p.Offset, p.ErrorCode
 		}
 	}
-	txnCommit := func(offset int64, commit bool) {
+	// The committed offsets show as soon as the marker reaches
+	// __consumer_offsets, but the coordinator stays in PrepareCommit
+	// (PrepareAbort) until the marker write is acknowledged and
+	// CompleteCommit is durable; as in Kafka, the next transaction's
+	// AddOffsetsToTxn is answered CONCURRENT_TRANSACTIONS meanwhile, and
+	// retried as Kafka's clients retry it.
+	addOffsets := func() {
 		f.t.Helper()
 		ao := kmsg.NewPtrAddOffsetsToTxnRequest()
 		ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "o", pid, epoch, "g"
-		f.wantCode("AddOffsetsToTxn", f.request(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode, nil)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			code := f.request(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode
+			if code != kerr.ConcurrentTransactions.Code || time.Now().After(deadline) {
+				f.wantCode("AddOffsetsToTxn", code, nil)
+				return
+			}
+		}
+	}
+	txnCommit := func(offset int64, commit bool) {
+		f.t.Helper()
+		addOffsets()
 		tc := kmsg.NewPtrTxnOffsetCommitRequest()
 		tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = "o", "g", pid, epoch
 		tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
@@ -243,20 +259,18 @@ func TestTransactionalOffsetCommits(t *testing.T) {
 	want("after an aborted transaction", 42)
 
 	// A plain commit written after the transactional one wins.
-	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
-	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "o", pid, epoch, "g"
-	f.request(ao)
+	addOffsets()
 	tc := kmsg.NewPtrTxnOffsetCommitRequest()
 	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = "o", "g", pid, epoch
 	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 60, LeaderEpoch: -1}}}}
-	f.request(tc, f.pinned(kmsg.TxnOffsetCommit, 3))
+	f.wantCode("TxnOffsetCommit", f.request(tc, f.pinned(kmsg.TxnOffsetCommit, 3)).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
 	oc := kmsg.NewPtrOffsetCommitRequest()
 	oc.Group, oc.Generation = "g", -1
 	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 70, LeaderEpoch: -1}}}}
 	f.wantCode("plain OffsetCommit", f.request(oc, f.pinned(kmsg.OffsetCommit, 8)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
 	end := kmsg.NewPtrEndTxnRequest()
 	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "o", pid, epoch, true
-	f.request(end, f.pinned(kmsg.EndTxn, 3))
+	f.wantCode("EndTxn", f.request(end, f.pinned(kmsg.EndTxn, 3)).(*kmsg.EndTxnResponse).ErrorCode, nil)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if _, code := fetch(true); code == 0 {
 			break
