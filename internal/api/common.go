@@ -5,7 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/replica"
 	"github.com/gregor-broker/gregor/internal/server"
@@ -60,7 +59,7 @@ func (h *Handler) topicName(name string, id [16]byte, byID bool) (string, error)
 
 // isInternal reports whether a topic is one of Kafka's internal topics,
 // which clients may not produce to or delete records from.
-func isInternal(name string) bool { return controller.IsInternalTopic(name) }
+func isInternal(name string) bool { return topicpart.Internal(name) }
 
 // leaderHint is KIP-951's CurrentLeader of topic-p, from the metadata this
 // broker has: the leader and its epoch, -1 for both when unknown.

@@ -11,6 +11,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // DescribeTopicPartitions, version 0 (Kafka 4.2, KIP-966).
@@ -86,7 +87,7 @@ func handleDescribeTopicPartitions(_ context.Context, h *Handler, r *server.Requ
 		}
 		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		st.Topic = strp(name)
-		st.IsInternal = controller.IsInternalTopic(name)
+		st.IsInternal = topicpart.Internal(name)
 		st.AuthorizedOperations = z.operations(true, auth.ResourceTopic, name)
 		if !all && !z.allowed(auth.OpDescribe, auth.ResourceTopic, name) {
 			st.ErrorCode = kerr.TopicAuthorizationFailed.Code

@@ -13,6 +13,7 @@ import (
 	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/metadata"
 	"github.com/gregor-broker/gregor/internal/server"
+	"github.com/gregor-broker/gregor/internal/topicpart"
 )
 
 // Metadata, versions 0-13 (Kafka 4.2). Answers from the metadata this
@@ -71,7 +72,7 @@ func handleMetadata(ctx context.Context, h *Handler, r *server.Request) (kmsg.Re
 			return
 		}
 		t.TopicID = ti.ID
-		t.IsInternal = controller.IsInternalTopic(name)
+		t.IsInternal = topicpart.Internal(name)
 		t.AuthorizedOperations = z.operations(req.IncludeTopicAuthorizedOperations, auth.ResourceTopic, name)
 		for p, pi := range ti.Partitions {
 			v := h.viewPartition(im, name, int32(p), pi)

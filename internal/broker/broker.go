@@ -443,7 +443,7 @@ func (b *Broker) onLogDirChange(st logmgr.DirState, all []logmgr.DirState) {
 			"its partitions answer KAFKA_STORAGE_ERROR until a restart", st.Offline))
 	case st.Full:
 		b.adm.SetCondition(name, admin.Warning, fmt.Sprintf("full: %s usable, gregor.log.dir.min.free.bytes keeps %s; "+
-			"produce is refused with KAFKA_STORAGE_ERROR (clients retry) until retention or DeleteRecords frees space",
+			"produce is refused with KAFKA_STORAGE_ERROR (clients retry) and followers do not append until retention or DeleteRecords frees space",
 			mib(st.Usage.Usable), mib(st.MinFree)))
 	default:
 		b.adm.SetCondition(name, admin.Ready, "")

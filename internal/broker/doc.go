@@ -130,8 +130,8 @@
 // Log dir health (onLogDirChange, told by the log manager): each log dir is
 // a readiness condition named "log dir <path>": ready; ready with a warning
 // while it is full (gregor.log.dir.min.free.bytes, read at each free-space
-// check: produce is refused, fetches are served, and a load balancer should
-// not act); not ready once offline. When the last dir goes offline the
+// check: produce is refused and followers do not append, fetches are
+// served, and a load balancer should not act); not ready once offline. When the last dir goes offline the
 // broker stops by itself: Run shuts down as on a signal and returns the
 // error, and gregor serve exits non-zero with it (Kafka halts then).
 package broker

@@ -53,7 +53,7 @@ var (
 	descLogDirOffline = prometheus.NewDesc("kafka_log_logmanager_logdirectoryoffline",
 		"1 if the log dir is offline (a write or fsync in it failed), else 0.", []string{"logDirectory"}, nil)
 	descLogDirFull = prometheus.NewDesc("gregor_log_dir_full",
-		"1 while produce to the log dir is refused for want of space (below gregor.log.dir.min.free.bytes), else 0.",
+		"1 while produce to the log dir is refused, and its followers do not append, for want of space (below gregor.log.dir.min.free.bytes), else 0.",
 		[]string{"logDirectory"}, nil)
 	descLogDirUsable = prometheus.NewDesc("gregor_log_dir_usable_bytes",
 		"Bytes usable on the log dir's volume at the last check.", []string{"logDirectory"}, nil)

@@ -269,7 +269,8 @@ func gregorDefs() []Def {
 		broker("gregor.admin.metrics.listen", String, "", "A second admin address serving only /metrics, /livez and /readyz, without authentication.", null),
 		broker("gregor.log.dir.min.free.bytes", Long, "-1",
 			"Free space to keep on each log dir's volume: a produce that would leave less is refused with KAFKA_STORAGE_ERROR "+
-				"(clients retry) until retention or DeleteRecords frees space, and fetches are still served; -1 keeps "+
+				"(clients retry) and a follower does not append its leader's records (it falls out of the ISR) until retention or "+
+				"DeleteRecords frees space, and fetches are still served; -1 keeps "+
 				"min(256 MiB, 1% of the volume), 0 keeps none.", dynamic, atLeast(-1)),
 		broker("gregor.max.in.flight.requests.per.connection", Int, "5",
 			"Requests of one connection read and handed on while earlier ones still wait for their answer (a produce for its fsync, a fetch for data); "+

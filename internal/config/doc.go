@@ -19,8 +19,9 @@
 //	gregor.admin.pprof.enable  false  serve /debug/pprof/
 //	gregor.admin.metrics.listen  ""  a second address with only /metrics, /livez, /readyz
 //	gregor.log.dir.min.free.bytes  -1  free space each log dir keeps: produce that would leave
-//	                                   less is refused (KAFKA_STORAGE_ERROR, retriable); -1 is
-//	                                   min(256 MiB, 1% of the volume), 0 none (dynamic)
+//	                                   less is refused (KAFKA_STORAGE_ERROR, retriable), and a
+//	                                   follower does not append; -1 is min(256 MiB, 1% of the
+//	                                   volume), 0 none (dynamic)
 //	gregor.metrics.partition.series.enable  false  per-partition series on /metrics (dynamic)
 //	gregor.max.in.flight.requests.per.connection  5  requests of a connection handled while
 //	                                   earlier ones wait for their answer (pipelining)

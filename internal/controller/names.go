@@ -43,20 +43,9 @@ func ValidateTopicName(name string) error {
 	return nil
 }
 
-// Kafka's internal topics: they are marked internal whoever creates them
-// (Kafka's Topic.isInternal), so clients cannot produce to them.
-// ClusterMetadataTopic is never created through the API.
-const (
-	GroupMetadataTopic    = "__consumer_offsets"
-	TransactionStateTopic = "__transaction_state"
-	ShareGroupStateTopic  = "__share_group_state"
-	ClusterMetadataTopic  = "__cluster_metadata"
-)
-
-// IsInternalTopic reports whether name is one of Kafka's internal topics.
-func IsInternalTopic(name string) bool {
-	return name == GroupMetadataTopic || name == TransactionStateTopic || name == ShareGroupStateTopic
-}
+// ClusterMetadataTopic is the metadata log's name, never created through the
+// API (the internal topics clients see are topicpart.Internal's).
+const ClusterMetadataTopic = "__cluster_metadata"
 
 func collisionKey(name string) string { return strings.ReplaceAll(name, ".", "_") }
 

@@ -79,8 +79,10 @@
 //
 // A full dir is not a failed one. Each dir keeps a free-space reserve,
 // gregor.log.dir.min.free.bytes (MinFreeBytes; -1 is min(256 MiB, 1% of the
-// volume), read at each check). LogDir.Admit accounts each client append
-// against the headroom the last reading of the volume left (usable bytes
+// volume), read at each check). LogDir.Admit accounts each client append,
+// and each follower append (package replica; not those of an internal
+// topic, whose leader's appends are the coordinators' the reserve is kept
+// for), against the headroom the last reading of the volume left (usable bytes
 // less the reserve) and reads the volume again (statfs) only once that is
 // used up, so a dir with room costs two atomic operations per append. An
 // append that would cross the reserve is refused with log.ErrNoSpace and

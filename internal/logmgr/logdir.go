@@ -95,9 +95,10 @@ func (d *LogDir) State() DirState {
 		MinFree: d.mu.minFree, Since: d.mu.since}
 }
 
-// Admit accounts for an append of n bytes about to be written: nil when it
-// fits above the free-space reserve, an error wrapping log.ErrNoSpace when
-// it does not (or the dir is full), the failure when the dir is offline.
+// Admit accounts for an append of n bytes about to be written (a client's,
+// or a follower's copy of its leader's records): nil when it fits above the
+// free-space reserve, an error wrapping log.ErrNoSpace when it does not (or
+// the dir is full), the failure when the dir is offline.
 // The volume is asked (statfs) only when the bytes admitted since the last
 // check use up the headroom it left, never once per append.
 func (d *LogDir) Admit(n int) error {
@@ -120,7 +121,7 @@ func (d *LogDir) Admit(n int) error {
 func (d *LogDir) fullErr() error {
 	st := d.State()
 	return fmt.Errorf("%w: log dir %s has %d bytes usable, gregor.log.dir.min.free.bytes keeps %d free; "+
-		"produce resumes when retention or DeleteRecords frees space", log.ErrNoSpace, d.path, st.Usage.Usable, st.MinFree)
+		"appends resume when retention or DeleteRecords frees space", log.ErrNoSpace, d.path, st.Usage.Usable, st.MinFree)
 }
 
 // check reads the volume's usage and updates the headroom and the full
@@ -199,9 +200,9 @@ func (d *LogDir) noteFull(full bool, u vfs.Usage, minFree int64, cause string) {
 			args = append(args, "cause", cause)
 		}
 		lg.Warn("log dir is full: produce to its partitions is refused with KAFKA_STORAGE_ERROR (clients retry) "+
-			"until retention or DeleteRecords frees space; fetches are served", args...)
+			"and their followers stop appending until retention or DeleteRecords frees space; fetches are served", args...)
 	} else {
-		lg.Info("log dir has free space again: produce resumes", "dir", d.path, "usable_bytes", u.Usable,
+		lg.Info("log dir has free space again: produce and follower appends resume", "dir", d.path, "usable_bytes", u.Usable,
 			"min_free_bytes", minFree)
 	}
 	d.m.notify(d)

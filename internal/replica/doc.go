@@ -128,13 +128,17 @@
 // free-space reserve (logmgr.LogDir.Admit, two atomic operations while there
 // is room); refused, it is log.ErrNoSpace, KAFKA_STORAGE_ERROR on the wire,
 // which clients retry with backoff, and nothing is written. Coordinator
-// appends (group offsets) are not held to the reserve: it is kept for them.
-// Nor are a follower's appends; one its volume refuses for want of space
-// (log.ErrNoSpace; the log cuts back what did not fit) is retried from the
-// log end after replica.fetch.backoff.ms, the leader's log start offset
-// still followed (DeleteRecords there frees this disk too): the follower
-// falls behind, leaves the ISR after replica.lag.time.max.ms, and catches
-// up and rejoins once space is freed. A failed disk stops the fetch.
+// appends (group offsets, markers) are not held to the reserve: it is kept
+// for them. A follower's appends are, by the same check
+// (Partition.admit, before the write), except on internal topics, whose
+// leader's appends are the coordinators'. A follower append refused by the
+// reserve, or by its volume for want of space (log.ErrNoSpace; the log cuts
+// back what did not fit), is retried from the log end after
+// replica.fetch.backoff.ms, the leader's log start offset still followed
+// (DeleteRecords there frees this disk too): the follower falls behind,
+// leaves the ISR after replica.lag.time.max.ms, and catches up and rejoins
+// once space is freed (the log dir takes appends again at its next
+// free-space check). A failed disk stops the fetch.
 //
 // The high watermark never moves back on a leader: every completed fsync
 // advances it from the recovery point it read, concurrently with the others,

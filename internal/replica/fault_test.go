@@ -228,7 +228,8 @@ func runProduceFault(t *testing.T, inj *faultInjector, producers, perProducer in
 }
 
 // A produce refused for want of space is KAFKA_STORAGE_ERROR for the
-// client (retriable), and the log is left as it was.
+// client (retriable), and the log is left as it was; so is a follower's
+// append, unless it copies an internal topic.
 func TestAppendRefusedAboveReserve(t *testing.T) {
 	mem := vfs.NewMem()
 	if err := mem.MkdirAll("/d", 0o755); err != nil {
@@ -267,5 +268,22 @@ func TestAppendRefusedAboveReserve(t *testing.T) {
 	// what it is for.
 	if _, err := m.Append(context.Background(), tp, batchOf(t, 1, 10), -1, log.OriginCoordinator); err != nil {
 		t.Fatalf("coordinator append on a full dir: %v", err)
+	}
+	// A follower's appends are held to the reserve as well, and nothing is
+	// written; a follower of an internal topic's are not: its leader's
+	// appends are the coordinators'.
+	for _, c := range []struct {
+		topic string
+		want  error
+	}{{"f", log.ErrNoSpace}, {topicpart.GroupMetadataTopic, nil}} {
+		fp, err := m.HostAs(topicpart.TopicPartition{Topic: c.topic}, [16]byte{2}, faultConfig(c.topic), 1,
+			Role{LeaderID: 2, Replicas: 2, ISR: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fp.appendAsFollower(batchOf(t, 10, 100), 0)
+		if leo := fp.Log.LogEndOffset(); !errors.Is(err, c.want) || (err == nil) != (leo == 10) {
+			t.Fatalf("follower append to %s on a full dir: %v, log end offset %d; want %v", c.topic, err, leo, c.want)
+		}
 	}
 }

@@ -20,8 +20,13 @@ func (p *Partition) followingLocked(leaderEpoch int32) bool {
 // appendAsFollower appends the leader's batches as they are (offsets and
 // leader epochs kept; OriginReplication) while p still follows in
 // leaderEpoch: the role's read lock is held across the append, so nothing
-// fetched in an epoch lands after the partition left it.
+// fetched in an epoch lands after the partition left it. The log dir's
+// free-space reserve admits them first, as it does a client's: refused, the
+// error is log.ErrNoSpace and nothing is written.
 func (p *Partition) appendAsFollower(records []byte, leaderEpoch int32) (log.AppendResult, error) {
+	if err := p.admit(len(records)); err != nil {
+		return log.AppendResult{}, err
+	}
 	p.roleMu.RLock()
 	defer p.roleMu.RUnlock()
 	if !p.followingLocked(leaderEpoch) {

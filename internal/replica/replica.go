@@ -52,9 +52,11 @@ type Partition struct {
 
 	// stats are the topic's BrokerTopicMetrics counters, fixed at Host.
 	stats TopicStats
-	// dir is the log dir holding the log, fixed at Host: its free-space
-	// reserve admits client appends.
-	dir *logmgr.LogDir
+	// reserve is the log dir holding the log, fixed at Host: its
+	// free-space reserve admits client appends, and a follower's (admit).
+	// Nil for an internal topic, whose appends are the coordinators' the
+	// reserve is kept for.
+	reserve *logmgr.LogDir
 
 	// replMu guards leader and sentHW. It is taken after roleMu (held for
 	// reading or writing), never before.
@@ -290,7 +292,9 @@ func (m *Manager) hostLocked(tp topicpart.TopicPartition, topicID [16]byte, cfg 
 	}
 	p := &Partition{TP: tp, Log: l, TopicID: topicID, minISR: minISR}
 	p.stats = TopicStats{all: m.metrics.all, topic: m.metrics.hosted(tp.Topic)}
-	p.dir = m.logs.LogDirOf(tp)
+	if !topicpart.Internal(tp.Topic) {
+		p.reserve = m.logs.LogDirOf(tp)
+	}
 	m.parts[tp] = p
 	return p, true, nil
 }
@@ -609,8 +613,8 @@ func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produc
 				kerr.NotEnoughReplicas, tp, st.ISR, st.MinISR)
 		}
 	}
-	if p.dir != nil && origin == log.OriginClient {
-		if err := p.dir.Admit(len(batch)); err != nil {
+	if origin == log.OriginClient {
+		if err := p.admit(len(batch)); err != nil {
 			return Pending{}, err
 		}
 	}
@@ -644,6 +648,17 @@ func (m *Manager) appendNoWait(tp topicpart.TopicPartition, batch []byte, produc
 		p.count(cMessagesIn, int(res.LastOffset-res.BaseOffset+1))
 	}
 	return m.afterAppend(p, res, acks, role.Replicas), nil
+}
+
+// admit holds an append of n bytes to the free-space reserve of p's log dir
+// (logmgr.LogDir.Admit: two atomic operations while there is room): nil
+// when it fits, log.ErrNoSpace when it would cross the reserve, the failure
+// when the dir is offline.
+func (p *Partition) admit(n int) error {
+	if p.reserve == nil {
+		return nil
+	}
+	return p.reserve.Admit(n)
 }
 
 // NotLeaderError is NOT_LEADER_OR_FOLLOWER for a partition in role.

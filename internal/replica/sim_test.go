@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ const (
 	simLagMax       = 600 * time.Millisecond
 	simLatencyMax   = 8 * time.Millisecond
 	simFetchBackoff = 50 * time.Millisecond
+	// simDiskCheck is how often a broker reads its log dir's free space
+	// (the broker's DiskCheckInterval).
+	simDiskCheck = time.Second
 )
 
 // simOptions shape one run.
@@ -110,7 +114,9 @@ type simBroker struct {
 	applied     uint64
 	nextBeat    time.Time
 	nextISR     time.Time
-	upAt        time.Time // when a down or paused broker comes back
+	nextDisk    time.Time    // the next free-space check
+	minFree     atomic.Int64 // gregor.log.dir.min.free.bytes (-1: the default)
+	upAt        time.Time    // when a down or paused broker comes back
 	syncs       []func()
 	inFlight    map[fetcherID]bool
 	altering    bool
@@ -157,6 +163,7 @@ func newSim(t testing.TB, seed uint64, o simOptions) *sim {
 	s.ctrl.LeadershipChanged(s.clk.Now(), true, 1)
 	for i := range o.brokers {
 		b := &simBroker{id: int32(i + 1), fs: vfs.NewMem(), epoch: -1, prevEpoch: -1}
+		b.minFree.Store(-1)
 		s.brokers = append(s.brokers, b)
 		s.start(b)
 	}
@@ -189,7 +196,7 @@ func (s *sim) fatalf(format string, args ...any) {
 // start opens a broker's logs (recovering them) and registers it.
 func (s *sim) start(b *simBroker) {
 	logs, err := logmgr.Open(logmgr.Options{FS: b.fs, Clock: s.clk, Dirs: []string{"/data"}, Logger: discard(),
-		ConfigFor: func(string) log.Config { return s.lcfg }})
+		ConfigFor: func(string) log.Config { return s.lcfg }, MinFreeBytes: b.minFree.Load})
 	if err != nil {
 		s.fatalf("broker %d: opening logs: %v", b.id, err)
 	}
@@ -202,7 +209,7 @@ func (s *sim) start(b *simBroker) {
 	b.up, b.paused, b.epoch, b.applied, b.registering, b.altering = true, false, -1, 0, false, false
 	b.incarnation++
 	b.syncs, b.inFlight = nil, map[fetcherID]bool{}
-	b.nextBeat, b.nextISR = s.now(), s.now().Add(simLagMax/2)
+	b.nextBeat, b.nextISR, b.nextDisk = s.now(), s.now().Add(simLagMax/2), s.now().Add(simDiskCheck)
 	s.register(b)
 	s.logf("broker %d starts (incarnation %d)", b.id, b.incarnation)
 }
@@ -693,6 +700,10 @@ func (s *sim) brokerStep(b *simBroker) {
 		s.runSyncs(b)
 	}
 	s.fetchRound(b)
+	if !s.now().Before(b.nextDisk) {
+		b.nextDisk = s.now().Add(simDiskCheck)
+		b.logs.CheckDiskSpace()
+	}
 	if !s.now().Before(b.nextISR) {
 		b.nextISR = s.now().Add(simLagMax / 2)
 		for _, p := range b.m.Partitions() {

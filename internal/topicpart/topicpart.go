@@ -5,7 +5,7 @@
 // does not know it (KIP-858), and <topic>-<partition>.<unique id>-delete, the
 // name a deleted partition's directory takes until its files are removed;
 // ByTopic groups partitions under their topics, as Kafka's messages list
-// them.
+// them; Internal tells Kafka's internal topics.
 //
 // It is a leaf package: it imports nothing of Gregor's, so storage, the
 // cleaner, the coordinators and the API layer can all share it.
@@ -45,6 +45,20 @@ func ByTopic(tps []TopicPartition) []Topic {
 		out[i].Partitions = append(out[i].Partitions, tp.Partition)
 	}
 	return out
+}
+
+// Kafka's internal topics: they are marked internal whoever creates them
+// (Kafka's Topic.isInternal), so clients cannot produce to them; their
+// leaders' appends are the coordinators'.
+const (
+	GroupMetadataTopic    = "__consumer_offsets"
+	TransactionStateTopic = "__transaction_state"
+	ShareGroupStateTopic  = "__share_group_state"
+)
+
+// Internal reports whether topic is one of Kafka's internal topics.
+func Internal(topic string) bool {
+	return topic == GroupMetadataTopic || topic == TransactionStateTopic || topic == ShareGroupStateTopic
 }
 
 // String is the partition directory name, <topic>-<partition>.

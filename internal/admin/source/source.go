@@ -20,7 +20,6 @@ import (
 	"github.com/gregor-broker/gregor/internal/cleaner"
 	"github.com/gregor-broker/gregor/internal/clock"
 	"github.com/gregor-broker/gregor/internal/config"
-	"github.com/gregor-broker/gregor/internal/controller"
 	"github.com/gregor-broker/gregor/internal/group"
 	"github.com/gregor-broker/gregor/internal/log"
 	"github.com/gregor-broker/gregor/internal/logmgr"
@@ -316,7 +315,7 @@ func (s *Source) topicSummary(t *metadata.TopicImage, parts []hostedPartition, c
 	if len(t.Partitions) > 0 {
 		rf = len(t.Partitions[0].Replicas)
 	}
-	ts := admin.TopicSummary{Name: t.Name, ID: t.ID.String(), Internal: controller.IsInternalTopic(t.Name), Partitions: len(t.Partitions),
+	ts := admin.TopicSummary{Name: t.Name, ID: t.ID.String(), Internal: topicpart.Internal(t.Name), Partitions: len(t.Partitions),
 		ReplicationFactor: rf, CleanupPolicy: policyName(s.d.TopicConfig(t.Name)), ConsumerLag: []admin.GroupLag{}}
 	hw := map[int32]int64{}
 	for _, h := range parts {
