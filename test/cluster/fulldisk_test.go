@@ -37,15 +37,21 @@ func mountTmpfs(t *testing.T, c *cluster, dir, size string) {
 	})
 }
 
-// fillTo writes a ballast file under dir until leave bytes are free on its
-// volume.
-func fillTo(t *testing.T, dir string, leave int64) string {
+// freeBytes is what dir's volume has free for an unprivileged writer.
+func freeBytes(t *testing.T, dir string) int64 {
 	t.Helper()
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	n := int64(st.Bavail)*st.Frsize - leave
+	return int64(st.Bavail) * st.Frsize
+}
+
+// fillTo writes a ballast file under dir until leave bytes are free on its
+// volume.
+func fillTo(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	n := freeBytes(t, dir) - leave
 	path := filepath.Join(dir, "ballast")
 	if n > 0 {
 		if err := os.WriteFile(path, make([]byte, n), 0o644); err != nil {
@@ -115,7 +121,8 @@ func createFollowedBy(t *testing.T, c *cluster, topic string, assignments ...[]i
 // few MiB. The follower's appends are refused for want of space: its log
 // dir reports full, it stays up, it leaves the ISR after
 // replica.lag.time.max.ms (3 s here) and produce goes on, acknowledged by
-// the other two. Once the ballast is removed the follower fetches again by
+// the other two, while the follower keeps its volume's reserve
+// (gregor.log.dir.min.free.bytes, here 1% of 48 MiB) free. Once the ballast is removed the follower fetches again by
 // itself, catches up and rejoins the ISR. Every acknowledged record reads
 // back at its offset and the three replicas end byte-identical. Root only
 // (mount).
@@ -166,6 +173,10 @@ func TestReplicationFollowerDiskFull(t *testing.T) {
 		t.Fatalf("node 3 exited on a full disk: %v", nd3.waitErr)
 	}
 	ackedFull := lp.n.Load()
+	free, reserve := freeBytes(t, mnt), metricValue(t, nd3, "gregor_log_dir_min_free_bytes")
+	if reserve <= 0 || float64(free) < reserve/2 {
+		t.Errorf("node 3's volume has %d bytes free, its reserve is %.0f: its follower appends used the reserve", free, reserve)
+	}
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +200,8 @@ func TestReplicationFollowerDiskFull(t *testing.T) {
 	if !poll(5*time.Second, func() bool { return metricValue(t, nd3, "gregor_log_dir_full") == 0 }) {
 		t.Errorf("node 3's log dir still reports full (%v) 5 s after catching up", metricValue(t, nd3, "gregor_log_dir_full"))
 	}
-	t.Logf("node 3's 48 MiB log dir full %v after the load started (%d acknowledged); out of the ISR %v later; %d acknowledged when the space was freed; "+
-		"ISR whole %v after freeing space; %d records acknowledged, %d failed; test %v",
-		full.Sub(loadStart).Round(time.Millisecond), ackedAtFull, shrunk.Round(time.Millisecond), ackedFull,
+	t.Logf("node 3's 48 MiB log dir full %v after the load started (%d acknowledged); out of the ISR %v later; %d acknowledged when the space was freed, "+
+		"%d bytes free (reserve %.0f); ISR whole %v after freeing space; %d records acknowledged, %d failed; test %v",
+		full.Sub(loadStart).Round(time.Millisecond), ackedAtFull, shrunk.Round(time.Millisecond), ackedFull, free, reserve,
 		rejoined.Round(time.Millisecond), len(acked), failed, time.Since(start).Round(time.Millisecond))
 }
