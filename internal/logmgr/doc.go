@@ -82,9 +82,10 @@
 // volume), read at each check). LogDir.Admit accounts each client append,
 // and each follower append (package replica; not those of an internal
 // topic, whose leader's appends are the coordinators' the reserve is kept
-// for), against the headroom the last reading of the volume left (usable bytes
-// less the reserve) and reads the volume again (statfs) only once that is
-// used up, so a dir with room costs two atomic operations per append. An
+// for), against the headroom the last reading of the volume left (usable
+// bytes less the reserve) and reads the volume again (statfs) only once
+// that is used up, so a dir with room costs two atomic operations per
+// append. An
 // append that would cross the reserve is refused with log.ErrNoSpace and
 // the dir is full; so it is when a write fails for want of space anyway
 // (the log cuts it back). The DiskCheckInterval job reads every dir: a full
