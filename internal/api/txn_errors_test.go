@@ -191,61 +191,74 @@ func TestTransactionalOffsetCommits(t *testing.T) {
 			req.Group, req.RequireStable = "g", stable
 			req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
 			resp := f.request(req, f.pinned(kmsg.OffsetFetch, 7)).(*kmsg.OffsetFetchResponse)
-			if resp.ErrorCode == kerr.CoordinatorLoadInProgress.Code && time.Now().Before(deadline) {
+			if kerr.IsRetriable(kerr.ErrorForCode(resp.ErrorCode)) && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
 				continue
+			}
+			if resp.ErrorCode != 0 {
+				return -1, resp.ErrorCode
 			}
 			p := resp.Topics[0].Partitions[0]
 			return p.Offset, p.ErrorCode
 		}
 	}
-	// The committed offsets show as soon as the marker reaches
+	// send re-sends a request, for up to 10 s, while it is answered with a
+	// retriable error or CONCURRENT_TRANSACTIONS, as Kafka's clients do
+	// (kerr, like Java's exception hierarchy, does not call the latter
+	// retriable; the clients retry it), then wants it answered without
+	// error. The committed offsets show as soon as the marker reaches
 	// __consumer_offsets, but the coordinator stays in PrepareCommit
-	// (PrepareAbort) until the marker write is acknowledged and
-	// CompleteCommit is durable; as in Kafka, the next transaction's
-	// AddOffsetsToTxn is answered CONCURRENT_TRANSACTIONS meanwhile, and
-	// retried as Kafka's clients retry it.
-	addOffsets := func() {
+	// (PrepareAbort) until that write is acknowledged and CompleteCommit is
+	// durable: as in Kafka, the next transaction's AddOffsetsToTxn is
+	// answered CONCURRENT_TRANSACTIONS meanwhile.
+	send := func(what string, code func() int16) {
 		f.t.Helper()
-		ao := kmsg.NewPtrAddOffsetsToTxnRequest()
-		ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "o", pid, epoch, "g"
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			code := f.request(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode
-			if code != kerr.ConcurrentTransactions.Code || time.Now().After(deadline) {
-				f.wantCode("AddOffsetsToTxn", code, nil)
+			c := code()
+			again := c == kerr.ConcurrentTransactions.Code || kerr.IsRetriable(kerr.ErrorForCode(c))
+			if !again || time.Now().After(deadline) {
+				f.wantCode(what, c, nil)
 				return
 			}
 		}
 	}
-	txnCommit := func(offset int64, commit bool) {
+	addOffsets := func() {
 		f.t.Helper()
-		addOffsets()
+		ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+		ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "o", pid, epoch, "g"
+		send("AddOffsetsToTxn", func() int16 { return f.request(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode })
+	}
+	txnOffsetCommit := func(offset int64) {
+		f.t.Helper()
 		tc := kmsg.NewPtrTxnOffsetCommitRequest()
 		tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = "o", "g", pid, epoch
 		tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: offset, LeaderEpoch: -1}}}}
-		var resp *kmsg.TxnOffsetCommitResponse
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			resp = f.request(tc, f.pinned(kmsg.TxnOffsetCommit, 3)).(*kmsg.TxnOffsetCommitResponse)
-			err := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
-			if !kerr.IsRetriable(err) || time.Now().After(deadline) {
-				break // __consumer_offsets is loaded
-			}
-		}
-		f.wantCode("TxnOffsetCommit", resp.Topics[0].Partitions[0].ErrorCode, nil)
-		if off, code := fetch(true); code != kerr.UnstableOffsetCommit.Code {
-			f.t.Fatalf("OffsetFetch RequireStable with a pending offset: %d %v, want UNSTABLE_OFFSET_COMMIT", off, kerr.ErrorForCode(code))
-		}
+		send("TxnOffsetCommit", func() int16 {
+			return f.request(tc, f.pinned(kmsg.TxnOffsetCommit, 3)).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+		})
+	}
+	endTxn := func(commit bool) {
+		f.t.Helper()
 		end := kmsg.NewPtrEndTxnRequest()
 		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "o", pid, epoch, commit
-		f.wantCode("EndTxn", f.request(end, f.pinned(kmsg.EndTxn, 3)).(*kmsg.EndTxnResponse).ErrorCode, nil)
-		for deadline := time.Now().Add(10 * time.Second); ; {
+		send("EndTxn", func() int16 { return f.request(end, f.pinned(kmsg.EndTxn, 3)).(*kmsg.EndTxnResponse).ErrorCode })
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 			if _, code := fetch(true); code == 0 {
 				return // the marker reached __consumer_offsets
 			}
 			if time.Now().After(deadline) {
 				f.t.Fatal("the offsets stayed pending after EndTxn")
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
+	}
+	txnCommit := func(offset int64, commit bool) {
+		f.t.Helper()
+		addOffsets()
+		txnOffsetCommit(offset)
+		if off, code := fetch(true); code != kerr.UnstableOffsetCommit.Code {
+			f.t.Fatalf("OffsetFetch RequireStable with a pending offset: %d %v, want UNSTABLE_OFFSET_COMMIT", off, kerr.ErrorForCode(code))
+		}
+		endTxn(commit)
 	}
 	want := func(what string, off int64) {
 		f.t.Helper()
@@ -260,26 +273,14 @@ func TestTransactionalOffsetCommits(t *testing.T) {
 
 	// A plain commit written after the transactional one wins.
 	addOffsets()
-	tc := kmsg.NewPtrTxnOffsetCommitRequest()
-	tc.TransactionalID, tc.Group, tc.ProducerID, tc.ProducerEpoch = "o", "g", pid, epoch
-	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 60, LeaderEpoch: -1}}}}
-	f.wantCode("TxnOffsetCommit", f.request(tc, f.pinned(kmsg.TxnOffsetCommit, 3)).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
+	txnOffsetCommit(60)
 	oc := kmsg.NewPtrOffsetCommitRequest()
 	oc.Group, oc.Generation = "g", -1
 	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 70, LeaderEpoch: -1}}}}
-	f.wantCode("plain OffsetCommit", f.request(oc, f.pinned(kmsg.OffsetCommit, 8)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode, nil)
-	end := kmsg.NewPtrEndTxnRequest()
-	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "o", pid, epoch, true
-	f.wantCode("EndTxn", f.request(end, f.pinned(kmsg.EndTxn, 3)).(*kmsg.EndTxnResponse).ErrorCode, nil)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, code := fetch(true); code == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("still pending")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	send("plain OffsetCommit", func() int16 {
+		return f.request(oc, f.pinned(kmsg.OffsetCommit, 8)).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	})
+	endTxn(true)
 	want("a plain commit after the transactional one", 70)
 	f.restart()
 	want("after a restart", 70)
