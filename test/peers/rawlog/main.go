@@ -4,6 +4,7 @@
 //
 //	rawlog append [flags]   pipelined pwrite + group-committed fdatasync
 //	rawlog serve [flags]    a file sent to readers over loopback TCP
+//	rawlog replicate [flags] produce with acks=all to -rf replicas of each partition
 //
 // append has the shape of a produce benchmark against Gregor: a client
 // keeps up to -inflight requests outstanding (Gregor's
@@ -29,6 +30,36 @@
 // MiB sent per CPU-second of the sender. On loopback the kernel charges
 // the receiving side's TCP processing to the sender, so this is the most
 // MiB per CPU-second any broker serving local consumers can reach.
+//
+// replicate is the floor of Gregor's replication benchmark (test/cluster,
+// TestLongReplicationThroughput): -rf node processes (this program,
+// re-executed), each the leader of the partitions p with p % rf equal to
+// its id and a follower of all the others, and a client process producing
+// to them over loopback TCP as kgo does with the round-robin partitioner:
+// the -partitions in turn, one -batch (1 MiB: 1,024 records of 1 KiB)
+// per request, -inflight requests per connection, one connection per
+// leader. A leader reads each request into a reused buffer, checks its
+// CRC-32C, writes it with pwrite to the end of the partition's file under
+// the group commit of append, and answers it, in order, once its own
+// fdatasync and every follower's fetch offset have passed it (acks=all,
+// every replica in the ISR). A follower keeps one long-polling fetch
+// connection per partition it follows: it sends its durable end, the
+// leader answers with the whole batches written past it (at most
+// -fetch-max bytes, at least one batch; it waits while there are none)
+// with sendfile(2), and the follower reads them into a reused buffer,
+// checks their CRCs, writes them with pwrite and fdatasyncs before it
+// fetches again. With -rf 1 one node leads every partition. No Kafka
+// protocol and no broker code: what is left is the system calls every
+// byte needs. It prints one JSON line: MiB/s acknowledged over -duration
+// after -warmup, the CPU seconds of each node (user+system from
+// /proc/PID/stat) and of the client, MiB per CPU-second of the nodes,
+// how many of the machine's cores were busy (/proc/stat, every process and
+// kernel thread: loopback TCP and writeback done outside the nodes show
+// only there) and the CPU a thread pays here per MiB written into the page
+// cache and fdatasynced (the memory state, which moves every figure).
+// -verify checks afterwards that every replica holds its leader's bytes up
+// to the furthest acknowledged offset. The nodes' files are in a fresh
+// directory under -dir, removed at the end.
 package main
 
 import (
@@ -48,7 +79,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: rawlog append|serve|read [flags]")
+		fmt.Fprintln(os.Stderr, "usage: rawlog append|serve|replicate [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -59,6 +90,12 @@ func main() {
 		err = serveCmd(os.Args[2:])
 	case "read":
 		err = readCmd(os.Args[2:])
+	case "replicate":
+		err = replicateCmd(os.Args[2:])
+	case "replicate-node":
+		err = replicateNodeCmd(os.Args[2:])
+	case "replicate-client":
+		err = replicateClientCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
