@@ -3,7 +3,10 @@ package cluster
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -85,7 +88,10 @@ func produceFor(t *testing.T, c *cluster, topic string, acks kgo.Acks, d time.Du
 // medians reported. Each round also measures what this machine charges a
 // process for writing new data into the page cache and fdatasyncing it
 // (pageCacheCost): every replica writes each byte once, so 1/(3 × that)
-// bounds RF 3's MiB per cluster CPU-second whatever the broker does.
+// bounds RF 3's MiB per cluster CPU-second whatever the broker does. Each
+// round then runs the same pair as raw system calls with no broker
+// (`rawlog replicate -rf 1` and `-rf 3`, test/peers/rawlog), in the same
+// order: the floor's RF3/RF1 is what this machine allows any broker.
 // GREGOR_LONG=1 only; it asserts nothing about timing, it logs.
 func TestLongReplicationThroughput(t *testing.T) {
 	longRun(t)
@@ -101,28 +107,80 @@ func TestLongReplicationThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	createOnNode(t, c, "rf1", 3, 1)
+	rawlog := buildRawlog(t)
 	time.Sleep(2 * time.Second) // leaders settle (a measurement, not a wait for a condition)
 	const d = 5 * time.Second
-	var rf3, rf3CPU, rf1, rf1CPU, ratio, wcost []float64
+	var rf3, rf3CPU, rf1, rf1CPU, ratio, wcost, floorRatio, vsFloor3, vsFloor1 []float64
 	for round := range rounds {
 		var a, aCPU, o, oCPU float64
+		var fa, fo floorRun
 		if round%2 == 0 {
 			a, aCPU = produceFor(t, c, "rf3", kgo.AllISRAcks(), d)
 			o, oCPU = produceFor(t, c, "rf1", kgo.AllISRAcks(), d)
+			fa, fo = runFloor(t, rawlog, 3, d), runFloor(t, rawlog, 1, d)
 		} else {
 			o, oCPU = produceFor(t, c, "rf1", kgo.AllISRAcks(), d)
 			a, aCPU = produceFor(t, c, "rf3", kgo.AllISRAcks(), d)
+			fo, fa = runFloor(t, rawlog, 1, d), runFloor(t, rawlog, 3, d)
 		}
 		w := pageCacheCost(t, c.nodes[0].dir)
 		rf3, rf3CPU, rf1, rf1CPU = append(rf3, a), append(rf3CPU, aCPU), append(rf1, o), append(rf1CPU, oCPU)
 		ratio, wcost = append(ratio, a/o), append(wcost, w)
+		floorRatio = append(floorRatio, fa.MiBPerS/fo.MiBPerS)
+		vsFloor3, vsFloor1 = append(vsFloor3, a/fa.MiBPerS), append(vsFloor1, o/fo.MiBPerS)
 		t.Logf("round %d: RF3 %.1f MiB/s (%.0f MiB per cluster CPU-s); RF1 on one node %.1f MiB/s (%.0f); RF3/RF1 = %.2f; "+
 			"page cache write+fdatasync %.2f ms of CPU per MiB (RF3 bound %.0f MiB per CPU-s)",
 			round, a, aCPU, o, oCPU, a/o, w, 1000/(3*w))
+		t.Logf("round %d floor (rawlog replicate): RF3 %.1f MiB/s (%.0f MiB per cluster CPU-s); RF1 %.1f MiB/s (%.0f); RF3/RF1 = %.2f; "+
+			"Gregor/floor: RF3 %.2f, RF1 %.2f", round, fa.MiBPerS, fa.MiBPerClusterCPU, fo.MiBPerS, fo.MiBPerClusterCPU,
+			fa.MiBPerS/fo.MiBPerS, a/fa.MiBPerS, o/fo.MiBPerS)
 	}
 	t.Logf("medians over %d rounds (shared machine): RF3 %.1f MiB/s, %.0f MiB per cluster CPU-s (target 200); RF1 one node %.1f MiB/s, %.0f; "+
 		"RF3/RF1 %.2f (target 0.5); page cache write+fdatasync %.2f ms/MiB, RF3 bound %.0f MiB per CPU-s",
 		rounds, median(rf3), median(rf3CPU), median(rf1), median(rf1CPU), median(ratio), median(wcost), 1000/(3*median(wcost)))
+	t.Logf("floor medians: RF3/RF1 %.2f (raw system calls, the most this machine allows); Gregor/floor RF3 %.2f, RF1 %.2f",
+		median(floorRatio), median(vsFloor3), median(vsFloor1))
+}
+
+// buildRawlog builds test/peers/rawlog, the floor the benchmark is
+// compared against.
+func buildRawlog(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rawlog")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/gregor-broker/gregor/test/peers/rawlog").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building rawlog: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// floorRun is the part of a `rawlog replicate` result the benchmark logs.
+type floorRun struct {
+	MiBPerS          float64 `json:"mib_per_sec"`
+	MiBPerClusterCPU float64 `json:"mib_per_cluster_cpu_s"`
+}
+
+// runFloor runs `rawlog replicate` with rf replicas of 3 partitions for d
+// after a second's warm-up: the same workload as produceFor's, as bare
+// system calls.
+func runFloor(t *testing.T, rawlog string, rf int, d time.Duration) floorRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, rawlog, "replicate", "-rf", strconv.Itoa(rf), "-dir", t.TempDir(),
+		"-warmup", "1s", "-duration", d.String())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("rawlog replicate -rf %d: %v", rf, err)
+	}
+	var r floorRun
+	if err := json.Unmarshal(out, &r); err != nil || r.MiBPerS <= 0 {
+		t.Fatalf("rawlog replicate -rf %d said %q: %v", rf, out, err)
+	}
+	return r
 }
 
 func median(v []float64) float64 {

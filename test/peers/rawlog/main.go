@@ -54,9 +54,11 @@
 // after -warmup, the CPU seconds of each node (user+system from
 // /proc/PID/stat) and of the client, MiB per CPU-second of the nodes,
 // how many of the machine's cores were busy (/proc/stat, every process and
-// kernel thread: loopback TCP and writeback done outside the nodes show
-// only there) and the CPU a thread pays here per MiB written into the page
-// cache and fdatasynced (the memory state, which moves every figure).
+// kernel thread) and how many of them were not the nodes or the client
+// (other work on a shared machine, and kernel threads and interrupts
+// working for the run: they show only there), and the CPU a thread pays
+// here per MiB written into the page cache and fdatasynced (the memory
+// state, which moves every figure).
 // -verify checks afterwards that every replica holds its leader's bytes up
 // to the furthest acknowledged offset. The nodes' files are in a fresh
 // directory under -dir, removed at the end.

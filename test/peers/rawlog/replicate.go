@@ -50,6 +50,8 @@ type replicateResult struct {
 	MachineCores      int       `json:"machine_cores"`
 	MachineBusyCores  float64   `json:"machine_busy_cores"`
 	MachineMsPerMiB   float64   `json:"machine_ms_per_mib"`
+	OthersBusyCores   float64   `json:"others_busy_cores"`
+	MemFreeMiB        [2]int64  `json:"mem_free_mib"`
 	PageCacheMsPerMiB float64   `json:"page_cache_ms_per_mib"`
 	Verified          bool      `json:"verified,omitempty"`
 }
@@ -214,9 +216,11 @@ func (r *replicaRun) measure() (measuredRun, error) {
 	time.Sleep(time.Until(t0))
 	cpu0, err0 := procCPUSeconds(pids)
 	busy0, ticks0 := readCPUTicks()
+	free0 := memFreeMiB()
 	time.Sleep(time.Until(t1))
 	cpu1, err1 := procCPUSeconds(pids)
 	busy1, ticks1 := readCPUTicks()
+	free1 := memFreeMiB()
 	select {
 	case err = <-exited:
 	case <-time.After(30 * time.Second):
@@ -238,7 +242,7 @@ func (r *replicaRun) measure() (measuredRun, error) {
 	mib := float64(cr.AckedBytes) / (1 << 20)
 	res := replicateResult{Mode: "replicate", RF: sp.rf, Partitions: sp.partitions, Batch: sp.batch, Inflight: sp.inflight,
 		FetchMax: sp.fetchMax, Seconds: secs, MiB: round3(mib), MiBPerS: round3(mib / secs), Requests: cr.Requests,
-		MachineCores: runtime.NumCPU()}
+		MachineCores: runtime.NumCPU(), MemFreeMiB: [2]int64{free0, free1}}
 	var sys float64
 	for i := range pids {
 		u, s := cpu1[i].user-cpu0[i].user, cpu1[i].sys-cpu0[i].sys
@@ -256,6 +260,7 @@ func (r *replicaRun) measure() (measuredRun, error) {
 		if mib > 0 {
 			res.MachineMsPerMiB = round3(res.MachineBusyCores * secs * 1000 / mib)
 		}
+		res.OthersBusyCores = round3(res.MachineBusyCores - (res.ClusterCPUSeconds+res.ClientCPUSeconds)/secs)
 	}
 	if mib > 0 {
 		res.ClusterMsPerMiB = round3(res.ClusterCPUSeconds * 1000 / mib)
@@ -354,6 +359,23 @@ func readCPUTicks() (busy, total float64) {
 		}
 	}
 	return busy, total
+}
+
+// memFreeMiB is /proc/meminfo's MemFree: on a VM whose host takes back the
+// guest's free memory, writes that find free pages cost several times what
+// writes that recycle the page cache do.
+func memFreeMiB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemFree:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
+			return kb >> 10
+		}
+	}
+	return -1
 }
 
 // pageCacheCost is the CPU this process's thread pays per MiB written to a
