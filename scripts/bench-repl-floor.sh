@@ -62,4 +62,12 @@ for k, name in keys:
 ratios = [by[(n, 3)]["mib_per_sec"] / by[(n, 1)]["mib_per_sec"] for n in rounds]
 print("RF3/RF1 throughput per round: " + " ".join(f"{x:.2f}" for x in ratios))
 print(f"RF3/RF1 median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f})")
+# The ratio if both were bound by CPU alone: RF 1's CPU per MiB (nodes
+# and client) over RF 3's. RF 1 is often bound by its acknowledgement
+# latency instead (five requests in flight on one connection) and then
+# leaves cores idle, which RF 3 never does here.
+cost = lambda n, rf: by[(n, rf)]["cluster_ms_per_mib"] + by[(n, rf)]["client_ms_per_mib"]
+cpu = [cost(n, 1) / cost(n, 3) for n in rounds]
+print("CPU per MiB (nodes+client), RF1/RF3 per round: " + " ".join(f"{x:.2f}" for x in cpu))
+print(f"CPU per MiB RF1/RF3 median {statistics.median(cpu):.2f} (min {min(cpu):.2f}, max {max(cpu):.2f})")
 EOF

@@ -132,8 +132,8 @@ func TestLongReplicationThroughput(t *testing.T) {
 			"page cache write+fdatasync %.2f ms of CPU per MiB (RF3 bound %.0f MiB per CPU-s)",
 			round, a, aCPU, o, oCPU, a/o, w, 1000/(3*w))
 		t.Logf("round %d floor (rawlog replicate): RF3 %.1f MiB/s (%.0f MiB per cluster CPU-s); RF1 %.1f MiB/s (%.0f); RF3/RF1 = %.2f; "+
-			"Gregor/floor: RF3 %.2f, RF1 %.2f", round, fa.MiBPerS, fa.MiBPerClusterCPU, fo.MiBPerS, fo.MiBPerClusterCPU,
-			fa.MiBPerS/fo.MiBPerS, a/fa.MiBPerS, o/fo.MiBPerS)
+			"Gregor/floor: RF3 %.2f, RF1 %.2f; free memory (MiB) RF3 %v, RF1 %v", round, fa.MiBPerS, fa.MiBPerClusterCPU, fo.MiBPerS,
+			fo.MiBPerClusterCPU, fa.MiBPerS/fo.MiBPerS, a/fa.MiBPerS, o/fo.MiBPerS, fa.MemFreeMiB, fo.MemFreeMiB)
 	}
 	t.Logf("medians over %d rounds (shared machine): RF3 %.1f MiB/s, %.0f MiB per cluster CPU-s (target 200); RF1 one node %.1f MiB/s, %.0f; "+
 		"RF3/RF1 %.2f (target 0.5); page cache write+fdatasync %.2f ms/MiB, RF3 bound %.0f MiB per CPU-s",
@@ -160,6 +160,7 @@ func buildRawlog(t *testing.T) string {
 type floorRun struct {
 	MiBPerS          float64 `json:"mib_per_sec"`
 	MiBPerClusterCPU float64 `json:"mib_per_cluster_cpu_s"`
+	MemFreeMiB       []int64 `json:"mem_free_mib"` // at the window's start and end
 }
 
 // runFloor runs `rawlog replicate` with rf replicas of 3 partitions for d
