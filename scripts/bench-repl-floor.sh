@@ -27,6 +27,7 @@ OUT="${OUT:-/tmp/gregor-repl-floor.jsonl}"
 DIR="${DIR:-/tmp}"
 WARMUP="${WARMUP:-1s}"
 WARM="${WARM:-}"
+ARGS="${ARGS:-}" # more rawlog replicate flags, e.g. -client-cpu-per-mib 1.2ms
 DURATION="${DURATION:-5s}"
 BIN="$(mktemp -d)"
 trap 'rm -rf "$BIN"' EXIT
@@ -39,7 +40,7 @@ for ((r = 0; r < ROUNDS; r++)); do
   for rf in $order; do
     sync
     if [[ -n "$WARM" ]]; then cat "$WARM" >/dev/null; fi
-    line=$("$BIN/rawlog" replicate -rf "$rf" -dir "$DIR" -warmup "$WARMUP" -duration "$DURATION")
+    line=$("$BIN/rawlog" replicate -rf "$rf" -dir "$DIR" -warmup "$WARMUP" -duration "$DURATION" $ARGS)
     echo "$line" >&2
     echo "{\"round\":$r,${line#\{}" >>"$OUT"
   done

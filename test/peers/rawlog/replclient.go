@@ -10,9 +10,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 )
 
 // clientResult is what the replicate client reports to the coordinator.
@@ -44,6 +47,7 @@ func replicateClientCmd(args []string) error {
 	inflight := fs.Int("inflight", 5, "requests in flight per connection")
 	t0 := fs.Int64("t0", 0, "window start, Unix ns")
 	t1 := fs.Int64("t1", 0, "window end, Unix ns")
+	burn := fs.Duration("cpu-per-mib", 0, "extra CPU spent building each MiB sent")
 	fs.Parse(args)
 	from, to := time.Unix(0, *t0), time.Unix(0, *t1)
 
@@ -62,7 +66,7 @@ func replicateClientCmd(args []string) error {
 		}
 		cc := &clientConn{c: c.(*net.TCPConn), slots: make(chan struct{}, *inflight), queue: make(chan int, *inflight)}
 		conns[i] = cc
-		go cc.write(*batch)
+		go cc.write(*batch, *burn)
 		go func() {
 			var resp [12]byte
 			for {
@@ -98,8 +102,12 @@ func replicateClientCmd(args []string) error {
 
 // write sends each queued request: a header (partition, length) and one
 // batch (length, CRC-32C, payload), the payload a window of random bytes
-// moved along each time so no two batches are alike.
-func (cc *clientConn) write(batch int) {
+// moved along each time so no two batches are alike. With burn it first
+// spends that much of its thread's CPU time per MiB (in CRCs of the
+// payload), standing for what a real client spends building records.
+func (cc *clientConn) write(batch int, burn time.Duration) {
+	runtime.LockOSThread()
+	perBatch := time.Duration(float64(burn) * float64(batch) / (1 << 20))
 	pool := make([]byte, 16<<20)
 	r := rand.NewChaCha8([32]byte{})
 	r.Read(pool)
@@ -109,6 +117,11 @@ func (cc *clientConn) write(batch int) {
 	for p := range cc.queue {
 		off = (off + 4099) % (len(pool) - payload)
 		data := pool[off : off+payload]
+		if perBatch > 0 {
+			for until := threadCPU() + perBatch; threadCPU() < until; {
+				crc32.Checksum(data[:min(len(data), 64<<10)], castagnoli)
+			}
+		}
 		binary.BigEndian.PutUint32(hdr, uint32(p))
 		binary.BigEndian.PutUint32(hdr[4:], uint32(batch))
 		binary.BigEndian.PutUint32(hdr[8:], uint32(batch))
@@ -118,4 +131,12 @@ func (cc *clientConn) write(batch int) {
 			return
 		}
 	}
+}
+
+// threadCPU is the calling thread's CPU time, CLOCK_THREAD_CPUTIME_ID:
+// getrusage's lags by up to a scheduler tick while the thread runs.
+func threadCPU() time.Duration {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 3, uintptr(unsafe.Pointer(&ts)), 0)
+	return time.Duration(ts.Nano())
 }
