@@ -108,7 +108,7 @@ func replicateClientCmd(args []string) error {
 func (cc *clientConn) write(batch int, burn time.Duration) {
 	runtime.LockOSThread()
 	perBatch := time.Duration(float64(burn) * float64(batch) / (1 << 20))
-	pool := make([]byte, 16<<20)
+	pool := make([]byte, max(4<<20, 2*batch))
 	r := rand.NewChaCha8([32]byte{})
 	r.Read(pool)
 	hdr := make([]byte, 8+batchHeader)
