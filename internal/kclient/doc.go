@@ -35,6 +35,14 @@
 // the buffer used: the response's byte fields alias it, so a follower's
 // fetcher reads every answer into one buffer instead of allocating one per
 // answer (those buffers were nearly all the bytes a follower allocated).
+// A response body of 256 KiB or more still to come over a plain TCP socket
+// (Linux) is read with the socket's SO_RCVLOWAT set to the bytes missing
+// whenever the reader must wait, so the kernel wakes it about once per
+// answer instead of once per 64 KiB loopback segment; the mark is back at
+// 1 before the connection is reused (a small answer after a large one is
+// not held back). Under TLS the bytes still needed from the socket are not
+// the bytes the reader still needs, so TLS connections read as they
+// arrive.
 //
 // # Concurrency
 //

@@ -18,6 +18,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 )
 
+// lowatFrom is the fewest bytes a response still needs from the socket
+// for it to be read with SO_RCVLOWAT (readAll): below it the extra system
+// calls cost more than the wake-ups they save. A follower's fetch answer
+// is often a megabyte or more arriving in 64 KiB segments.
+const lowatFrom = 256 << 10
+
+// lowatReads switches readAll on; a benchmark compares without it.
+var lowatReads = true
+
 // ErrClosed is returned by requests on a closed Pool.
 var ErrClosed = errors.New("kclient: pool closed")
 
@@ -287,7 +296,7 @@ func (c *conn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, req kmsg
 		buf = make([]byte, n)
 	}
 	body := buf[:n]
-	if _, err := io.ReadFull(c.br, body); err != nil {
+	if err := c.readBody(body); err != nil {
 		return nil, buf, err
 	}
 	r := kbin.Reader{Src: body}
@@ -312,4 +321,23 @@ func (c *conn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, req kmsg
 	}
 	c.nc.SetDeadline(time.Time{})
 	return resp, buf, nil
+}
+
+// readBody fills body, the rest of a response frame: what the buffered
+// reader holds first, then, for a large rest on a plain TCP socket, the
+// socket directly, waking once for all of it (readAll).
+func (c *conn) readBody(body []byte) error {
+	if !lowatReads || len(body)-c.br.Buffered() < lowatFrom {
+		_, err := io.ReadFull(c.br, body)
+		return err
+	}
+	n, err := c.br.Read(body[:c.br.Buffered()])
+	if err != nil {
+		return err
+	}
+	if ok, err := readAll(c.nc, body[n:]); ok {
+		return err
+	}
+	_, err = io.ReadFull(c.br, body[n:])
+	return err
 }
