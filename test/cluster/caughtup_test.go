@@ -21,7 +21,7 @@ func TestIdleFollowerCaughtUpTime(t *testing.T) {
 		}
 	})
 	const topic = "idle"
-	createAssigned(t, c, topic, []int32{1, 2, 3}, nil)
+	createAssigned(t, c, topic, nil, []int32{1, 2, 3})
 	waitFullISR(t, c, topic, 1)
 	produceN(t, c.client(), topic, 5)
 	var pv admin.PartitionView

@@ -57,7 +57,7 @@ func TestELRElection(t *testing.T) {
 		t.Fatalf("eligible.leader.replicas.version finalized at %d (%v); want ≥ 1", f, ok)
 	}
 	const topic = "elr"
-	createAssigned(t, c, topic, []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	createAssigned(t, c, topic, map[string]string{"min.insync.replicas": "2"}, []int32{1, 2, 3})
 	waitFullISR(t, c, topic, 1)
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite(), kgo.RecordRetries(3))
 	acked := 0

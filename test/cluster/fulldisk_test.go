@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // mountTmpfs mounts a tmpfs of size at dir (root only) and unmounts it in
@@ -84,37 +81,6 @@ func metricValue(t *testing.T, nd *node, name string) float64 {
 	return -1
 }
 
-// createFollowedBy creates topic with one partition per assignment
-// (replica lists, the first the preferred leader), min ISR 2 and 1 MiB
-// segments.
-func createFollowedBy(t *testing.T, c *cluster, topic string, assignments ...[]int32) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	for p, a := range assignments {
-		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		ra.Partition, ra.Replicas = int32(p), a
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
-	}
-	for k, v := range map[string]string{"min.insync.replicas": "2", "segment.bytes": "1048576"} {
-		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
-		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
-		rt.Configs = append(rt.Configs, cfg)
-	}
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, c.client())
-	if err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-	if code := resp.Topics[0].ErrorCode; code != 0 {
-		t.Fatalf("create %s: error %d %v", topic, code, resp.Topics[0].ErrorMessage)
-	}
-}
-
 // One follower's disk fills up under acks=all load (RF 3, min ISR 2): node
 // 3's log dir is a 48 MiB tmpfs (its metadata log elsewhere: a full
 // metadata log dir is a different failure) filled with a ballast file to a
@@ -143,7 +109,7 @@ func TestReplicationFollowerDiskFull(t *testing.T) {
 		nd.extra = append(nd.extra, "--set", "metadata.log.dir="+filepath.Join(base, "meta3"))
 	})
 	const topic = "fulldisk"
-	createFollowedBy(t, c, topic, []int32{1, 2, 3}, []int32{2, 1, 3})
+	createAssigned(t, c, topic, map[string]string{"min.insync.replicas": "2", "segment.bytes": "1048576"}, []int32{1, 2, 3}, []int32{2, 1, 3})
 	waitFullISR(t, c, topic, 2)
 	ballast := fillTo(t, mnt, 8<<20)
 	stop := make(chan struct{})

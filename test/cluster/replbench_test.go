@@ -18,9 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // cpuSeconds is the user+system CPU time of the cluster's processes so far.
@@ -108,7 +106,7 @@ func TestLongReplicationThroughput(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, "rf3"); err != nil {
 		t.Fatal(err)
 	}
-	createOnNode(t, c, "rf1", 3, 1)
+	createAssigned(t, c, "rf1", nil, []int32{1}, []int32{1}, []int32{1}) // all on node 1
 	rawlog := buildRawlog(t)
 	time.Sleep(2 * time.Second) // leaders settle (a measurement, not a wait for a condition)
 	const d = 5 * time.Second
@@ -193,31 +191,6 @@ func median(v []float64) float64 {
 		return (s[len(s)/2-1] + s[len(s)/2]) / 2
 	}
 	return s[len(s)/2]
-}
-
-// createOnNode creates topic with parts partitions of one replica, all on
-// node id (a manual assignment, as kafka-topics --replica-assignment).
-func createOnNode(t *testing.T, c *cluster, topic string, parts int32, id int32) {
-	t.Helper()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	for p := range parts {
-		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-		a.Partition, a.Replicas = p, []int32{id}
-		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
-	}
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 30000
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, c.client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
-		t.Fatalf("creating %s on node %d: %v", topic, id, err)
-	}
 }
 
 // pageCacheCost is the CPU (user+system, of the calling thread) a

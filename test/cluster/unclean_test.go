@@ -40,16 +40,20 @@ func (nd *node) adminJSON(t *testing.T, path string, v any) bool {
 	return status == http.StatusOK && json.Unmarshal([]byte(body), v) == nil
 }
 
-// createAssigned creates topic with one partition on replicas and configs.
-func createAssigned(t *testing.T, c *cluster, topic string, replicas []int32, configs map[string]string) {
+// createAssigned creates topic with configs and one partition per
+// assignment (replica lists, the first the preferred leader), as
+// kafka-topics --replica-assignment does.
+func createAssigned(t *testing.T, c *cluster, topic string, configs map[string]string, assignments ...[]int32) {
 	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, replicas
-	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	for p, a := range assignments {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = int32(p), a
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
 	for k, v := range configs {
 		cfg := kmsg.NewCreateTopicsRequestTopicConfig()
 		cfg.Name, cfg.Value = k, kmsg.StringPtr(v)
@@ -107,8 +111,8 @@ func TestUncleanElectionReported(t *testing.T) {
 		}
 	})
 	const on, off = "unclean-on", "unclean-off"
-	createAssigned(t, c, on, []int32{1, 2, 3}, map[string]string{"unclean.leader.election.enable": "true", "min.insync.replicas": "2"})
-	createAssigned(t, c, off, []int32{1, 2, 3}, map[string]string{"min.insync.replicas": "2"})
+	createAssigned(t, c, on, map[string]string{"unclean.leader.election.enable": "true", "min.insync.replicas": "2"}, []int32{1, 2, 3})
+	createAssigned(t, c, off, map[string]string{"min.insync.replicas": "2"}, []int32{1, 2, 3})
 	waitFullISR(t, c, on, 1)
 	waitFullISR(t, c, off, 1)
 	cl := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DisableIdempotentWrite())
