@@ -24,9 +24,6 @@ import (
 // is often a megabyte or more arriving in 64 KiB segments.
 const lowatFrom = 256 << 10
 
-// lowatReads switches readAll on; a benchmark compares without it.
-var lowatReads = true
-
 // ErrClosed is returned by requests on a closed Pool.
 var ErrClosed = errors.New("kclient: pool closed")
 
@@ -327,7 +324,7 @@ func (c *conn) roundTrip(ctx context.Context, f *kmsg.RequestFormatter, req kmsg
 // reader holds first, then, for a large rest on a plain TCP socket, the
 // socket directly, waking once for all of it (readAll).
 func (c *conn) readBody(body []byte) error {
-	if !lowatReads || len(body)-c.br.Buffered() < lowatFrom {
+	if len(body)-c.br.Buffered() < lowatFrom {
 		_, err := io.ReadFull(c.br, body)
 		return err
 	}

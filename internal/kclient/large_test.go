@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -134,37 +132,4 @@ func TestLargeAnswerCutShortEndsWithTheContext(t *testing.T) {
 	if took := time.Since(began); took > 10*time.Second {
 		t.Fatalf("the request gave up after %v", took)
 	}
-}
-
-// BenchmarkLargeAnswer is a follower's fetch answer of 1 MiB over loopback,
-// with and without waking once for it (SO_RCVLOWAT); it reports the CPU
-// of the whole process (server and client) per answer beside the time.
-func BenchmarkLargeAnswer(b *testing.B) {
-	for _, lowat := range []bool{false, true} {
-		b.Run(fmt.Sprintf("lowat=%v", lowat), func(b *testing.B) {
-			defer func(v bool) { lowatReads = v }(lowatReads)
-			lowatReads = lowat
-			addr := startServer(&testing.T{}, sized{})
-			p := NewPool(Config{})
-			defer p.Close()
-			ctx := context.Background()
-			var buf []byte
-			cpu0 := cpuNow()
-			b.ResetTimer()
-			for range b.N {
-				var err error
-				if _, buf, err = fetchSized(ctx, p, addr, 1<<20, 1, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(cpuNow()-cpu0)/float64(b.N), "cpu-ns/op")
-		})
-	}
-}
-
-func cpuNow() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
