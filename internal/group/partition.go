@@ -1,10 +1,13 @@
 package group
 
-import "github.com/gregor-broker/gregor/internal/coord"
+import (
+	"github.com/gregor-broker/gregor/internal/coord"
+	"github.com/gregor-broker/gregor/internal/topicpart"
+)
 
 // OffsetsTopic is the internal topic holding committed offsets and group
 // metadata.
-const OffsetsTopic = "__consumer_offsets"
+const OffsetsTopic = topicpart.GroupMetadataTopic
 
 // PartitionFor is the __consumer_offsets partition of a group
 // (coord.PartitionFor).

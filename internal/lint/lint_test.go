@@ -62,7 +62,7 @@ var mayImport = map[string][]string{
 	// Coordinators: the runtime, the consumer group and the transaction
 	// state machines.
 	"internal/coord": {"clock", "log", "record", "topicpart"},
-	"internal/group": {"clock", "config", "coord", "metadata", "record"},
+	"internal/group": {"clock", "config", "coord", "metadata", "record", "topicpart"},
 	"internal/txn":   {"clock", "config", "coord", "metadata", "topicpart"},
 
 	// A node's membership in the cluster: the metadata log's state machine

@@ -20,7 +20,7 @@ import (
 )
 
 // StateTopic is the internal topic holding transaction metadata.
-const StateTopic = "__transaction_state"
+const StateTopic = topicpart.TransactionStateTopic
 
 // Topics is what the coordinator needs from the controller: the metadata
 // image and creating __transaction_state.
