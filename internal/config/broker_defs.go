@@ -159,7 +159,13 @@ func networkDefs() []Def {
 
 func replicationDefs() []Def {
 	return []Def{
-		broker("replica.fetch.max.bytes", Int, "1048576", "Bytes a follower asks for per partition.", atLeast(0)),
+		// Kafka's default is 1 MiB. A Gregor follower fsyncs each fetch's
+		// records before it fetches again (gregor.ack.fsync), so one fetch
+		// is one fsync and its bytes per partition bound how fast a follower
+		// replicates: at 1 MiB, one full batch per fsync.
+		broker("replica.fetch.max.bytes", Int, "10485760",
+			"Bytes a follower asks for per partition; Gregor's default is replica.fetch.response.max.bytes (Kafka's is 1 MiB) because a follower fsyncs each fetch.",
+			atLeast(0)),
 		broker("replica.fetch.response.max.bytes", Int, "10485760", "Bytes a follower asks for per fetch.", atLeast(0)),
 		broker("replica.fetch.min.bytes", Int, "1", "Bytes a follower fetch waits for."),
 		broker("replica.fetch.wait.max.ms", Int, "500", "Longest wait of a follower fetch; at most replica.lag.time.max.ms."),

@@ -69,7 +69,9 @@
 // offset is past its durable offset (a leader become follower, whose
 // acknowledgement fsyncs had not run: syncFetchOffsets), so a follower's
 // fetch offset, which the leader counts into the high watermark, is
-// durable.
+// durable. One fetch is then one fsync, so its bytes per partition
+// (replica.fetch.max.bytes) bound a follower's pace: Gregor's default is
+// 10 MiB, Kafka's 1 MiB would take one full batch per fsync.
 // Then the follower takes the leader's high watermark (bounded by its own
 // log end offset) and log start offset. OFFSET_OUT_OF_RANGE truncates to
 // a leader log that ends below (an unclean election) or restarts at one
