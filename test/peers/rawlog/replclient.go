@@ -95,6 +95,10 @@ func replicateClientCmd(args []string) error {
 		cc.slots <- struct{}{}
 		cc.queue <- p
 	}
+	// The coordinator reads this process's CPU time in /proc at the
+	// window's end and then closes stdin: exiting before that would race
+	// its read.
+	io.Copy(io.Discard, os.Stdin)
 	mu.Lock()
 	defer mu.Unlock()
 	return json.NewEncoder(os.Stdout).Encode(res)

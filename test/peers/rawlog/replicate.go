@@ -208,6 +208,13 @@ func (r *replicaRun) measure() (measuredRun, error) {
 		"-cpu-per-mib", sp.clientCPUPerMiB.String())
 	var out bytes.Buffer
 	client.Stdout, client.Stderr = &out, os.Stderr
+	// Closed once the window's figures are read: the client waits for it
+	// to exit, so that its /proc entry is there at the window's end.
+	windowRead, err := client.StdinPipe()
+	if err != nil {
+		return measuredRun{}, err
+	}
+	defer windowRead.Close()
 	if err := client.Start(); err != nil {
 		return measuredRun{}, err
 	}
@@ -225,6 +232,7 @@ func (r *replicaRun) measure() (measuredRun, error) {
 	cpu1, err1 := procCPUSeconds(pids)
 	busy1, ticks1 := readCPUTicks()
 	free1 := memFreeMiB()
+	windowRead.Close()
 	select {
 	case err = <-exited:
 	case <-time.After(30 * time.Second):
