@@ -131,8 +131,8 @@ func topicDefaultDefs() []Def {
 func networkDefs() []Def {
 	return []Def{
 		broker("socket.request.max.bytes", Int, "104857600", "Largest request frame accepted.", atLeast(1)),
-		broker("socket.send.buffer.bytes", Int, "102400", "SO_SNDBUF of client sockets; -1 uses the OS default."),
-		broker("socket.receive.buffer.bytes", Int, "102400", "SO_RCVBUF of client sockets; -1 uses the OS default."),
+		broker("socket.send.buffer.bytes", Int, "102400", "Kafka's SO_SNDBUF of client sockets; accepted, not applied: Gregor leaves the buffer to the OS's autotuning (Kafka's -1)."),
+		broker("socket.receive.buffer.bytes", Int, "102400", "Kafka's SO_RCVBUF of client sockets; accepted, not applied: Gregor leaves the buffer to the OS's autotuning (Kafka's -1)."),
 		broker("socket.listen.backlog.size", Int, "50", "Pending-connection backlog of each listener.", atLeast(1)),
 		broker("max.connections", Int, maxInt, "Most connections the broker accepts.", dynamic, atLeast(0)),
 		broker("max.connections.per.ip", Int, maxInt, "Most connections from one IP address.", dynamic, atLeast(0)),
@@ -172,7 +172,7 @@ func replicationDefs() []Def {
 		broker("replica.fetch.backoff.ms", Int, "1000", "Sleep after a follower fetch error.", atLeast(0)),
 		broker("replica.lag.time.max.ms", Long, "30000", "Time after which a follower that has not caught up leaves the ISR."),
 		broker("replica.socket.timeout.ms", Int, "30000", "Socket timeout of follower fetches; at least replica.fetch.wait.max.ms."),
-		broker("replica.socket.receive.buffer.bytes", Int, "65536", "SO_RCVBUF of follower fetch connections."),
+		broker("replica.socket.receive.buffer.bytes", Int, "65536", "Kafka's SO_RCVBUF of follower fetch connections; accepted, not applied: Gregor leaves the buffer to the OS's autotuning (Kafka's -1)."),
 		broker("replica.high.watermark.checkpoint.interval.ms", Long, "5000", "How often the high watermark checkpoint is written."),
 		broker("num.replica.fetchers", Int, "1", "Fetcher threads per source broker.", dynamic),
 		broker("auto.leader.rebalance.enable", Boolean, "true", "Move leadership back to preferred replicas."),
