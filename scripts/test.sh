@@ -11,7 +11,8 @@
 #      cannot reach its registry it says so in GREGOR_KAFKAJS_UNAVAILABLE
 #      and the kafkajs test skips (under CI too);
 #      staticcheck (pinned, STATICCHECK_VERSION) with `go install`;
-#   2. builds everything and the gregor binary;
+#   2. fetches every module (go mod download), builds everything and the
+#      gregor binary;
 #   3. static checks, each a pass or a fail: `go vet ./...`, `gofmt -l`
 #      (any file listed fails), `staticcheck ./...` (staticcheck.conf says
 #      which checks are off and why), `go mod tidy -diff`;
@@ -97,8 +98,11 @@ if [ -z "${SKIP_CONFORMANCE:-}" ]; then
   ensure_pkg python3 python3 || log "python3 is not available: the conformance runner may fail"
 fi
 
-# staticcheck, pinned: a different version finds different things.
+# staticcheck, pinned: a different version finds different things. It is
+# installed by its module version: the Go module proxy may refuse a query
+# by the release name.
 STATICCHECK_VERSION=2026.2.2
+STATICCHECK_MODULE_VERSION=v0.8.2
 staticcheck_bin() {
   local c
   for c in "$(command -v staticcheck 2>/dev/null)" "$(go env GOPATH)/bin/staticcheck"; do
@@ -110,7 +114,7 @@ staticcheck_bin() {
   local dir="${XDG_CACHE_HOME:-$HOME/.cache}/gregor-tools/staticcheck-$STATICCHECK_VERSION"
   if [ ! -x "$dir/staticcheck" ]; then
     log "installing staticcheck $STATICCHECK_VERSION (go install)" >&2
-    GOBIN="$dir" timeout 10m go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" >&2 || return 1
+    GOBIN="$dir" timeout 10m go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_MODULE_VERSION" >&2 || return 1
   fi
   echo "$dir/staticcheck"
 }
@@ -126,6 +130,10 @@ trap 'rm -rf "$WORK"' EXIT
 
 log "build"
 build_rc=0
+# Every module the tests and checks need, fetched first: on a fresh machine
+# `go vet` and `go mod tidy -diff` would otherwise print "go: downloading"
+# lines, and a static check fails on any output.
+timeout 10m go mod download || build_rc=1
 timeout 15m go build ./... || build_rc=1
 build_gregor "$WORK" || build_rc=1
 timeout 5m go build -o "$WORK/gotest-summary" scripts/gotest-summary.go || build_rc=1

@@ -164,7 +164,7 @@ func replicationDefs() []Def {
 		// is one fsync and its bytes per partition bound how fast a follower
 		// replicates: at 1 MiB, one full batch per fsync.
 		broker("replica.fetch.max.bytes", Int, "10485760",
-			"Bytes a follower asks for per partition; Gregor's default is replica.fetch.response.max.bytes (Kafka's is 1 MiB) because a follower fsyncs each fetch.",
+			"Bytes a follower asks for per partition; Gregor's default, 10 MiB, is what replica.fetch.response.max.bytes lets one fetch carry (Kafka's is 1 MiB): a follower fsyncs each fetch.",
 			atLeast(0)),
 		broker("replica.fetch.response.max.bytes", Int, "10485760", "Bytes a follower asks for per fetch.", atLeast(0)),
 		broker("replica.fetch.min.bytes", Int, "1", "Bytes a follower fetch waits for."),

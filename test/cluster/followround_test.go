@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -85,22 +83,12 @@ func TestFollowerCatchesUpInFewRounds(t *testing.T) {
 // named request over its versions on a node.
 func fetchRequests(t *testing.T, nd *node, request string) float64 {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Get("http://" + nd.admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	prefix := fmt.Sprintf("kafka_network_requestmetrics_requests_total{request=%q,", request)
 	total := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, prefix) {
-			var v float64
-			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
-				total += v
-			}
+	eachMetric(nd, func(line string, v float64) {
+		if strings.HasPrefix(line, prefix) {
+			total += v
 		}
-	}
+	})
 	return total
 }

@@ -61,24 +61,33 @@ func fillTo(t *testing.T, dir string, leave int64) string {
 // metricValue reads one gauge from a node's /metrics (-1 when absent).
 func metricValue(t *testing.T, nd *node, name string) float64 {
 	t.Helper()
+	v, found := -1.0, false
+	eachMetric(nd, func(line string, value float64) {
+		if !found && (strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ")) {
+			v, found = value, true
+		}
+	})
+	return v
+}
+
+// eachMetric calls f with every sample line of a node's /metrics and its
+// value; nothing when the node does not answer.
+func eachMetric(nd *node, f func(line string, value float64)) {
 	cl := &http.Client{Timeout: 2 * time.Second}
 	resp, err := cl.Get("http://" + nd.admin + "/metrics")
 	if err != nil {
-		return -1
+		return
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
-			var v float64
-			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
-				return v
-			}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil && !strings.HasPrefix(line, "#") {
+			f(line, v)
 		}
 	}
-	return -1
 }
 
 // One follower's disk fills up under acks=all load (RF 3, min ISR 2): node
