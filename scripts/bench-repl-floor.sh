@@ -54,7 +54,7 @@ med = lambda rf, k: statistics.median(by[(n, rf)][k] for n in rounds)
 keys = [("mib_per_sec", "MiB/s"), ("mib_per_cluster_cpu_s", "MiB per cluster CPU-s"),
         ("cluster_ms_per_mib", "cluster ms/MiB"), ("client_ms_per_mib", "client ms/MiB"),
         ("machine_busy_cores", "busy cores"), ("others_busy_cores", "of which not the run"),
-        ("machine_ms_per_mib", "machine ms/MiB"),
+        ("machine_ms_per_mib", "machine ms/MiB"), ("disk_busy", "busiest disk busy (0-1)"),
         ("page_cache_ms_per_mib", "page cache ms/MiB")]
 print(f"medians over {len(rounds)} rounds")
 print(f"{'':24}{'RF 1':>10}{'RF 3':>10}")

@@ -59,6 +59,11 @@ type benchResult struct {
 	MachineBusyCores        float64 `json:"machine_busy_cores,omitempty"`
 	DeviceWriteMiBPerS      float64 `json:"device_write_mib_per_sec,omitempty"`
 	DeviceWriteBytesPerByte float64 `json:"device_write_bytes_per_byte,omitempty"`
+	// DeviceBusy is the share of the window (0 to 1) the busiest block
+	// device, BusiestDevice, had I/O in flight (io_ticks): near 1, the
+	// disk bounded the run.
+	BusiestDevice string  `json:"busiest_device,omitempty"`
+	DeviceBusy    float64 `json:"device_busy,omitempty"`
 	// ProduceStages splits a Gregor produce request's time over the
 	// window (Kafka's request stages, and the fsyncs waited for).
 	ProduceStages []StageFigures `json:"produce_stages,omitempty"`
@@ -365,8 +370,12 @@ func printBench(w io.Writer, format string, r benchResult) error {
 			r.ServerCPUSeconds, r.MiBPerServerCPUSecond, r.DiskBytesPerByte)
 	}
 	if r.MachineCores > 0 {
-		fmt.Fprintf(w, "machine: %.2f of %d cores busy, bench client %.2f CPU-s, block devices wrote %.1f MiB/s (%.2f bytes per byte)\n",
+		fmt.Fprintf(w, "machine: %.2f of %d cores busy, bench client %.2f CPU-s, block devices wrote %.1f MiB/s (%.2f bytes per byte)",
 			r.MachineBusyCores, r.MachineCores, r.ClientCPUSeconds, r.DeviceWriteMiBPerS, r.DeviceWriteBytesPerByte)
+		if r.BusiestDevice != "" {
+			fmt.Fprintf(w, ", %s busy %.0f%% of the time", r.BusiestDevice, 100*r.DeviceBusy)
+		}
+		fmt.Fprintln(w)
 	}
 	if r.InflightRequestsAvg > 0 {
 		fmt.Fprintf(w, "requests in flight per connection: %.2f on average\n", r.InflightRequestsAvg)

@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"testing"
+	"time"
+
+	"github.com/gregor-broker/gregor/internal/machine"
 )
 
 // gregor bench produce with --server-metrics reads, over its measured
@@ -61,14 +64,17 @@ func TestBenchProduceReportsTheBrokersStages(t *testing.T) {
 // busy cores is the busy share of every core's ticks times the cores, and
 // the block devices' bytes are sectors of 512 bytes whatever the device.
 func TestMachineWindow(t *testing.T) {
-	from := machineSample{selfCPU: 1, busyTicks: 1000, ticks: 2000, sectorsWritten: 100, cores: 2, selfOK: true, statOK: true, diskOK: true}
-	to := machineSample{selfCPU: 2.5, busyTicks: 1300, ticks: 2400, sectorsWritten: 100 + 4*2048, cores: 2, selfOK: true, statOK: true, diskOK: true}
+	t0 := time.Unix(100, 0)
+	from := machineSample{Sample: machine.Sample{At: t0, BusyTicks: 1000, Ticks: 2000, CPUOK: true,
+		Disks: map[string]machine.Disk{"vda": {SectorsWritten: 100, BusyMs: 0}}}, selfCPU: 1, cores: 2, selfOK: true}
+	to := machineSample{Sample: machine.Sample{At: t0.Add(2 * time.Second), BusyTicks: 1300, Ticks: 2400, CPUOK: true,
+		Disks: map[string]machine.Disk{"vda": {SectorsWritten: 100 + 4*2048, BusyMs: 1500}}}, selfCPU: 2.5, cores: 2, selfOK: true}
 	var r benchResult
 	r.machineWindow(from, to, 2<<20, 2)
 	if r.ClientCPUSeconds != 1.5 || r.MachineCores != 2 || r.MachineBusyCores != 1.5 ||
-		r.DeviceWriteMiBPerS != 2 || r.DeviceWriteBytesPerByte != 2 {
-		t.Errorf("got client %v CPU-s, %v of %d cores busy, %v MiB/s, %v bytes per byte; want 1.5, 1.5 of 2, 2, 2",
-			r.ClientCPUSeconds, r.MachineBusyCores, r.MachineCores, r.DeviceWriteMiBPerS, r.DeviceWriteBytesPerByte)
+		r.DeviceWriteMiBPerS != 2 || r.DeviceWriteBytesPerByte != 2 || r.BusiestDevice != "vda" || r.DeviceBusy != 0.75 {
+		t.Errorf("got client %v CPU-s, %v of %d cores busy, %v MiB/s, %v bytes per byte, %s busy %v; want 1.5, 1.5 of 2, 2, 2, vda 0.75",
+			r.ClientCPUSeconds, r.MachineBusyCores, r.MachineCores, r.DeviceWriteMiBPerS, r.DeviceWriteBytesPerByte, r.BusiestDevice, r.DeviceBusy)
 	}
 	// A sample that could not be read leaves its figures out.
 	var none benchResult

@@ -26,9 +26,11 @@ const module = "github.com/gregor-broker/gregor/"
 // here on purpose, with the change that needs it. Tests may import what
 // they like (test/ is not listed: end-to-end tests drive the whole binary).
 var mayImport = map[string][]string{
-	// Leaves: time, files, the shared partition name, pooled buffers,
-	// configuration, the v2 record batch.
+	// Leaves: time, the machine's /proc counters (for benchmarks), files,
+	// the shared partition name, pooled buffers, configuration, the v2
+	// record batch.
 	"internal/clock":     nil,
+	"internal/machine":   nil,
 	"internal/vfs":       nil,
 	"internal/topicpart": nil,
 	"internal/bufpool":   nil,
@@ -89,7 +91,7 @@ var mayImport = map[string][]string{
 	"internal/broker": {"admin", "admin/source", "api", "auth", "cleaner", "clock", "cluster", "config", "controller", "group",
 		"kclient", "log", "logdirs", "logmgr", "metadata", "record", "replica", "server", "topicpart", "txn", "vfs"},
 	"internal/broker/brokertest": {"broker", "vfs"}, // StartOn runs a broker on any vfs.FS
-	"cmd/gregor":                 {"admin", "broker", "cleaner", "cluster", "config", "logdirs", "record", "vfs"},
+	"cmd/gregor":                 {"admin", "broker", "cleaner", "cluster", "config", "logdirs", "machine", "record", "vfs"},
 
 	// Test support: imported only by tests.
 	"internal/transcript": nil,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gregor-broker/gregor/internal/machine"
 )
 
 // replicateSpec is one replicate run's shape.
@@ -54,8 +55,11 @@ type replicateResult struct {
 	MachineMsPerMiB   float64   `json:"machine_ms_per_mib"`
 	OthersBusyCores   float64   `json:"others_busy_cores"`
 	MemFreeMiB        [2]int64  `json:"mem_free_mib"`
-	PageCacheMsPerMiB float64   `json:"page_cache_ms_per_mib"`
-	Verified          bool      `json:"verified,omitempty"`
+	// DiskBusy is the share of the window the busiest block device had
+	// I/O in flight (near 1: the disk bounded the run).
+	DiskBusy          float64 `json:"disk_busy"`
+	PageCacheMsPerMiB float64 `json:"page_cache_ms_per_mib"`
+	Verified          bool    `json:"verified,omitempty"`
 }
 
 func replicateCmd(args []string) error {
@@ -226,11 +230,11 @@ func (r *replicaRun) measure() (measuredRun, error) {
 	}
 	time.Sleep(time.Until(t0))
 	cpu0, err0 := procCPUSeconds(pids)
-	busy0, ticks0 := readCPUTicks()
+	m0 := machine.Take()
 	free0 := memFreeMiB()
 	time.Sleep(time.Until(t1))
 	cpu1, err1 := procCPUSeconds(pids)
-	busy1, ticks1 := readCPUTicks()
+	m1 := machine.Take()
 	free1 := memFreeMiB()
 	windowRead.Close()
 	select {
@@ -267,8 +271,10 @@ func (r *replicaRun) measure() (measuredRun, error) {
 		sys += s
 	}
 	res.ClusterCPUSeconds, res.ClusterSysSeconds = round3(res.ClusterCPUSeconds), round3(sys)
-	if ticks1 > ticks0 {
-		res.MachineBusyCores = round3((busy1 - busy0) / (ticks1 - ticks0) * float64(res.MachineCores))
+	fig := machine.Window(m0, m1, res.MachineCores)
+	res.DiskBusy = round3(fig.Busy)
+	if fig.CPUOK {
+		res.MachineBusyCores = round3(fig.BusyCores)
 		if mib > 0 {
 			res.MachineMsPerMiB = round3(res.MachineBusyCores * secs * 1000 / mib)
 		}
@@ -343,34 +349,6 @@ func procCPUSeconds(pids []int) ([]procCPU, error) {
 		out[i] = procCPU{user: ut / 100, sys: st / 100}
 	}
 	return out, nil
-}
-
-// readCPUTicks sums /proc/stat's "cpu" line: busy is every field but idle
-// and iowait (as gregor bench counts it).
-func readCPUTicks() (busy, total float64) {
-	f, err := os.Open("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if !sc.Scan() {
-		return 0, 0
-	}
-	fields := strings.Fields(sc.Text())
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, 0
-	}
-	// user nice system idle iowait irq softirq steal: guest time is
-	// already in user.
-	for i, v := range fields[1:9] {
-		x, _ := strconv.ParseFloat(v, 64)
-		total += x
-		if i != 3 && i != 4 {
-			busy += x
-		}
-	}
-	return busy, total
 }
 
 // memFreeMiB is /proc/meminfo's MemFree: on a VM whose host takes back the
