@@ -1,7 +1,6 @@
 package main
 
 import (
-	"runtime"
 	"syscall"
 
 	"github.com/gregor-broker/gregor/internal/machine"
@@ -14,12 +13,11 @@ import (
 type machineSample struct {
 	machine.Sample
 	selfCPU float64
-	cores   int
 	selfOK  bool
 }
 
 func sampleMachine() machineSample {
-	m := machineSample{Sample: machine.Take(), cores: runtime.NumCPU()}
+	m := machineSample{Sample: machine.Take()}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		m.selfCPU = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
@@ -37,9 +35,9 @@ func (r *benchResult) machineWindow(from, to machineSample, bytes int64, seconds
 	if from.selfOK && to.selfOK {
 		r.ClientCPUSeconds = round3(to.selfCPU - from.selfCPU)
 	}
-	f := machine.Window(from.Sample, to.Sample, to.cores)
+	f := machine.Window(from.Sample, to.Sample)
 	if f.CPUOK {
-		r.MachineCores = to.cores
+		r.MachineCores = to.Cores
 		r.MachineBusyCores = round3(f.BusyCores)
 	}
 	if f.DiskOK {

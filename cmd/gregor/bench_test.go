@@ -65,10 +65,10 @@ func TestBenchProduceReportsTheBrokersStages(t *testing.T) {
 // the block devices' bytes are sectors of 512 bytes whatever the device.
 func TestMachineWindow(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	from := machineSample{Sample: machine.Sample{At: t0, BusyTicks: 1000, Ticks: 2000, CPUOK: true,
-		Disks: map[string]machine.Disk{"vda": {SectorsWritten: 100, BusyMs: 0}}}, selfCPU: 1, cores: 2, selfOK: true}
-	to := machineSample{Sample: machine.Sample{At: t0.Add(2 * time.Second), BusyTicks: 1300, Ticks: 2400, CPUOK: true,
-		Disks: map[string]machine.Disk{"vda": {SectorsWritten: 100 + 4*2048, BusyMs: 1500}}}, selfCPU: 2.5, cores: 2, selfOK: true}
+	from := machineSample{Sample: machine.Sample{At: t0, BusyTicks: 1000, Ticks: 2000, CPUOK: true, Cores: 2,
+		Disks: map[string]machine.Disk{"vda": {SectorsWritten: 100, BusyMs: 0}}}, selfCPU: 1, selfOK: true}
+	to := machineSample{Sample: machine.Sample{At: t0.Add(2 * time.Second), BusyTicks: 1300, Ticks: 2400, CPUOK: true, Cores: 2,
+		Disks: map[string]machine.Disk{"vda": {SectorsWritten: 100 + 4*2048, BusyMs: 1500}}}, selfCPU: 2.5, selfOK: true}
 	var r benchResult
 	r.machineWindow(from, to, 2<<20, 2)
 	if r.ClientCPUSeconds != 1.5 || r.MachineCores != 2 || r.MachineBusyCores != 1.5 ||

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,8 @@ type Sample struct {
 	// for the disk is idle for anyone who could run).
 	BusyTicks, Ticks float64
 	CPUOK            bool
+	// Cores is the number of cores the ticks are summed over.
+	Cores int
 	// Disks are the whole hardware block devices by name.
 	Disks map[string]Disk
 }
@@ -31,7 +34,7 @@ type Disk struct {
 
 // Take samples the machine now.
 func Take() Sample {
-	s := Sample{At: time.Now()}
+	s := Sample{At: time.Now(), Cores: runtime.NumCPU()}
 	s.BusyTicks, s.Ticks, s.CPUOK = cpuTicks()
 	s.Disks = disks()
 	return s
@@ -52,12 +55,11 @@ type Figures struct {
 	DiskOK      bool
 }
 
-// Window gives the figures between from and to, taken in that order, on
-// a machine of cores cores.
-func Window(from, to Sample, cores int) Figures {
+// Window gives the figures between from and to, taken in that order.
+func Window(from, to Sample) Figures {
 	var f Figures
 	if from.CPUOK && to.CPUOK && to.Ticks > from.Ticks {
-		f.BusyCores = (to.BusyTicks - from.BusyTicks) / (to.Ticks - from.Ticks) * float64(cores)
+		f.BusyCores = (to.BusyTicks - from.BusyTicks) / (to.Ticks - from.Ticks) * float64(to.Cores)
 		f.CPUOK = true
 	}
 	ms := float64(to.At.Sub(from.At).Milliseconds())

@@ -10,12 +10,12 @@ import (
 
 func TestWindow(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	from := Sample{At: t0, BusyTicks: 100, Ticks: 1000, CPUOK: true,
+	from := Sample{At: t0, BusyTicks: 100, Ticks: 1000, CPUOK: true, Cores: 2,
 		Disks: map[string]Disk{"vda": {SectorsWritten: 2048, BusyMs: 100}, "vdb": {SectorsWritten: 0, BusyMs: 0}}}
-	to := Sample{At: t0.Add(2 * time.Second), BusyTicks: 300, Ticks: 1400, CPUOK: true,
+	to := Sample{At: t0.Add(2 * time.Second), BusyTicks: 300, Ticks: 1400, CPUOK: true, Cores: 2,
 		Disks: map[string]Disk{"vda": {SectorsWritten: 4096, BusyMs: 1100}, "vdb": {SectorsWritten: 2048, BusyMs: 1900},
 			"new": {SectorsWritten: 1 << 30, BusyMs: 5000}}}
-	f := Window(from, to, 2)
+	f := Window(from, to)
 	if !f.CPUOK || f.BusyCores != 1 {
 		t.Errorf("busy cores %v (ok %v), want 1: 200 of 400 ticks on 2 cores", f.BusyCores, f.CPUOK)
 	}
@@ -25,7 +25,7 @@ func TestWindow(t *testing.T) {
 	if f.BusiestDisk != "vdb" || f.Busy != 0.95 {
 		t.Errorf("busiest %q at %v, want vdb at 0.95", f.BusiestDisk, f.Busy)
 	}
-	if f := Window(Sample{At: t0}, to, 2); f.CPUOK || f.DiskOK {
+	if f := Window(Sample{At: t0}, to); f.CPUOK || f.DiskOK {
 		t.Errorf("figures from an empty sample: %+v", f)
 	}
 }
@@ -57,7 +57,7 @@ func TestTakeSeesWrites(t *testing.T) {
 	if err := fh.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	f := Window(from, Take(), 1)
+	f := Window(from, Take())
 	if !f.DiskOK || f.WrittenBytes < 4<<20 {
 		t.Errorf("after a 4 MiB fsynced write: %+v", f)
 	}

@@ -83,8 +83,11 @@ func eachMetric(nd *node, f func(line string, value float64)) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
 		var v float64
-		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil && !strings.HasPrefix(line, "#") {
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
 			f(line, v)
 		}
 	}

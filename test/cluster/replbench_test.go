@@ -76,7 +76,7 @@ func produceFor(t *testing.T, c *cluster, topic string, acks kgo.Acks, d time.Du
 	defer fcancel()
 	_ = cl.Flush(fctx)
 	mib := float64(n) / 1024
-	return mib / secs, mib / cpu, machine.Window(m0, m1, 1).Busy
+	return mib / secs, mib / cpu, machine.Window(m0, m1).Busy
 }
 
 // The throughput figures, measured so that they can be trusted on

@@ -271,7 +271,7 @@ func (r *replicaRun) measure() (measuredRun, error) {
 		sys += s
 	}
 	res.ClusterCPUSeconds, res.ClusterSysSeconds = round3(res.ClusterCPUSeconds), round3(sys)
-	fig := machine.Window(m0, m1, res.MachineCores)
+	fig := machine.Window(m0, m1)
 	res.DiskBusy = round3(fig.Busy)
 	if fig.CPUOK {
 		res.MachineBusyCores = round3(fig.BusyCores)
